@@ -1,0 +1,1 @@
+"""The corpus recipe: training-step graph builders, profiling and the manifest."""

@@ -1,0 +1,69 @@
+"""Build a flat training-step GraphDef (forward, backward, optimizer update) from a Keras model.
+
+TF1 graph mode with ``tf.compat.v1.train`` optimizers gives one flat graph with VarHandleOp
+variables, ResourceApply* updates and, with control flow v1, Enter/Merge/Switch/NextIteration
+loops, which is what Post and HDP placed. Keras 3 variables wrap a ``tf.Variable`` in ``.value``.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Callable
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+OPTIMIZERS = {
+    "sgd": lambda: tf.compat.v1.train.GradientDescentOptimizer(0.01),
+    "momentum": lambda: tf.compat.v1.train.MomentumOptimizer(0.01, 0.9),
+    "adam": lambda: tf.compat.v1.train.AdamOptimizer(1e-3),
+    "rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(1e-3),
+}
+
+
+def _tf_variable(v):
+    return getattr(v, "value", v) if not isinstance(v, tf.Variable) else v
+
+
+def training_step_graph(build: Callable[[], tuple], optimizer: str = "momentum",
+                        v1_loops: bool = True, seed: int = 0) -> tf.compat.v1.GraphDef:
+    """Calls ``build()`` inside a fresh graph; it returns ``(loss, variables)``.
+
+    The result is pruned to what one training step runs: the optimizer's train op, the loss and
+    every state update (batch-norm moving averages) created while building; variable
+    initializers are dropped. Inputs are random tensors built inside ``build``, so the graph
+    runs with no feeds.
+    """
+    if v1_loops:
+        tf.compat.v1.disable_control_flow_v2()
+    g = tf.Graph()
+    with g.as_default():
+        tf.compat.v1.set_random_seed(seed)
+        loss, variables = build()
+        var_list = [_tf_variable(v) for v in variables]
+        train = OPTIMIZERS[optimizer]().minimize(loss, var_list=var_list, name="train_step")
+        updates = [op for op in g.get_operations()
+                   if op.type == "AssignVariableOp" and "Initializer" not in op.name
+                   and not op.name.endswith("/Assign") and "/assign" in op.name.lower()]
+        with tf.control_dependencies([train] + updates):
+            step = tf.identity(loss, name="step_loss")
+    gd = g.as_graph_def()
+    return tf.compat.v1.graph_util.extract_sub_graph(gd, [step.op.name])
+
+
+def keras_classifier_step(model_fn: Callable[[], object], input_shape: tuple[int, ...],
+                          num_classes: int, batch: int, optimizer: str = "momentum",
+                          v1_loops: bool = True, input_dtype=tf.float32) -> tf.compat.v1.GraphDef:
+    """The training step of a Keras classifier on random inputs and labels."""
+    def build():
+        if input_dtype.is_integer:
+            x = tf.random.uniform((batch, *input_shape), maxval=num_classes, dtype=input_dtype)
+        else:
+            x = tf.random.normal((batch, *input_shape), dtype=input_dtype)
+        y = tf.random.uniform((batch,), maxval=num_classes, dtype=tf.int32)
+        model = model_fn()
+        logits = model(x, training=True)
+        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+            labels=y, logits=tf.cast(logits, tf.float32)), name="loss")
+        return loss, model.trainable_variables
+    return training_step_graph(build, optimizer=optimizer, v1_loops=v1_loops)

@@ -1,0 +1,5 @@
+import sys
+
+from gplace.cli import main
+
+sys.exit(main())

@@ -1,0 +1,48 @@
+"""The ``gplace`` command. Each subcommand lives in its own module with ``add_parser`` and ``run``.
+
+Bad input (a GplaceError) prints one line on stderr and exits 2; Ctrl-C exits 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+# Subcommand name -> module under gplace.cli; modules are imported only when used.
+_COMMANDS = {
+    "inspect": "inspect_cmd",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gplace",
+        description="Device placement for TensorFlow training-step graphs.")
+    from gplace import __version__
+    parser.add_argument("--version", action="version", version=f"gplace {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module in _COMMANDS.items():
+        mod = importlib.import_module(f"gplace.cli.{module}")
+        p = mod.add_parser(sub, name)
+        p.set_defaults(_run=mod.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ start-up chatter
+    from gplace.errors import GplaceError
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args._run(args) or 0)
+    except GplaceError as e:
+        print(f"gplace {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"gplace {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,76 @@
+"""CostProfile: per-op costs of one graph measured on one kind of device.
+
+A profile is what ``datasets.build`` (and, later, ``gplace profile``) measures with TensorFlow's
+``RunMetadata.step_stats`` under ``FULL_TRACE``; the cost model (DESIGN.md, "CostModel") reads it
+for every cluster device of the same ``device_kind``. Stored as gzip-compressed JSON so that it
+diffs, compresses well (about 10x) and never needs unpickling.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gplace.errors import ConfigError
+from gplace.io import atomic_write_bytes
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
+class CostProfile:
+    graph: str                 # OpGraph.meta["name"] of the profiled graph
+    device_kind: str           # matches Device.kind of a cluster, e.g. "cpu", "k80"
+    machine: str               # where it was measured: CPU model / GPU name, host
+    op_names: np.ndarray       # (profiled ops,) str
+    op_time_s: np.ndarray      # (profiled ops,) float64: median compute time over traced steps
+    op_output_bytes: np.ndarray  # (profiled ops,) int64: bytes the op's outputs allocated
+    op_temp_bytes: np.ndarray  # (profiled ops,) int64: temporary memory the kernel allocated
+    step_time_s: float         # median wall time of one traced training step
+    meta: dict[str, Any] = field(default_factory=dict)  # tf version, threads, steps, coverage
+
+    @property
+    def coverage(self) -> float:
+        """Sum of profiled op times over the measured step time (1.0 = fully explained)."""
+        return float(self.op_time_s.sum() / self.step_time_s) if self.step_time_s > 0 else 0.0
+
+    def times_for(self, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(times, found) aligned with ``names``: measured seconds and whether each was profiled."""
+        lookup = {n: i for i, n in enumerate(self.op_names.tolist())}
+        idx = np.array([lookup.get(n, -1) for n in names.tolist()], np.int64)
+        found = idx >= 0
+        times = np.zeros(len(names), np.float64)
+        times[found] = self.op_time_s[idx[found]]
+        return times, found
+
+    def save(self, path: str | os.PathLike) -> None:
+        record = asdict(self)
+        for key in ("op_names", "op_time_s", "op_output_bytes", "op_temp_bytes"):
+            record[key] = getattr(self, key).tolist()
+        record["format_version"] = FORMAT_VERSION
+        atomic_write_bytes(path, gzip.compress(json.dumps(record).encode(), mtime=0))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> CostProfile:
+        try:
+            record = json.loads(gzip.decompress(open(path, "rb").read()))
+        except (OSError, ValueError, EOFError) as e:
+            raise ConfigError(f"{path}: not a gplace profile ({e})") from None
+        if record.pop("format_version", None) != FORMAT_VERSION:
+            raise ConfigError(f"{path}: profile format is not version {FORMAT_VERSION}")
+        try:
+            return cls(
+                graph=record["graph"], device_kind=record["device_kind"],
+                machine=record["machine"], step_time_s=float(record["step_time_s"]),
+                op_names=np.asarray(record["op_names"], dtype=str),
+                op_time_s=np.asarray(record["op_time_s"], np.float64),
+                op_output_bytes=np.asarray(record["op_output_bytes"], np.int64),
+                op_temp_bytes=np.asarray(record["op_temp_bytes"], np.int64),
+                meta=record.get("meta", {}))
+        except KeyError as e:
+            raise ConfigError(f"{path}: profile is missing the field {e.args[0]!r}") from None
