@@ -1,0 +1,313 @@
+"""Cluster: the devices a graph is placed on and the links between them (DESIGN.md, "Cluster").
+
+A cluster is read from YAML (``Cluster.from_yaml``) or picked by preset name
+(``load_cluster("post-4gpu")``); the presets live in ``gplace/clusters/*.yaml`` and carry the
+datasheet source of every figure in a comment. ``local`` is built on use from the devices
+TensorFlow sees on this machine (``tf.config.list_physical_devices``).
+
+Links. Every ordered device pair ``(a, b)`` gets a *channel*: a FIFO queue that serializes its
+transfers (the simulator's link). A ``links`` entry with ``shared: false`` (the default) gives each
+ordered pair of its devices its own channel (full-duplex point-to-point links, PCIe or NVLink);
+``shared: true`` puts every pair of its devices on one channel (a bus, e.g. the one PCIe x16 slot
+the two GPUs of a K80 board share). Pairs no entry lists use ``default_link``, one channel each.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import yaml
+
+from gplace.errors import ConfigError
+
+PRESET_DIR = Path(__file__).parent / "clusters"
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device. Throughput figures are for the whole device, shared by its lanes."""
+
+    name: str                 # short name used in placements, e.g. "gpu0"
+    tf_device: str            # "/job:localhost/replica:0/task:0/device:GPU:0"
+    kind: str                 # cost-model key; measured profiles apply per kind ("cpu", "k80")
+    peak_flops: float         # FLOP/s, fp32 peak from the datasheet
+    mem_bandwidth: float      # bytes/s, device memory bandwidth
+    memory_bytes: int         # capacity; a simulated peak above it is an OOM
+    launch_overhead_s: float = 5e-6  # per-op kernel launch / executor cost (TF GPU ~5-10 us)
+    lanes: int = 1            # ops that run at once (TF inter-op threads on CPUs; GPUs 1 stream)
+
+
+@dataclass(frozen=True)
+class Link:
+    """Bandwidth and latency among ``devices``; ``shared`` makes it one bus (one channel)."""
+
+    devices: tuple[str, ...]  # two or more device names
+    bandwidth: float          # bytes/s, effective (not the signalling rate)
+    latency_s: float          # per transfer, added after the bytes are on the wire
+    shared: bool = False      # True: all pairs share one FIFO channel (a bus)
+
+
+class LinkTable(NamedTuple):
+    """Per ordered device pair: the channel that carries it, its bandwidth and latency."""
+
+    channel: np.ndarray       # (D, D) int64; -1 on the diagonal
+    bandwidth: np.ndarray     # (D, D) float64 bytes/s; inf on the diagonal
+    latency_s: np.ndarray     # (D, D) float64; 0 on the diagonal
+    num_channels: int
+    channel_names: tuple[str, ...]  # e.g. "gpu0->gpu1", "pcie-board0"
+
+
+@dataclass(frozen=True)
+class Cluster:
+    name: str
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...] = ()
+    default_link: Link = Link((), 12e9, 10e-6)  # PCIe 3.0 x16 effective; see presets
+    description: str = ""
+
+    @property
+    def num_devices(self) -> int:
+        return len(self.devices)
+
+    @property
+    def device_names(self) -> list[str]:
+        return [d.name for d in self.devices]
+
+    def device_index(self, name: str) -> int:
+        """Index of the device called ``name`` or with TF device string ``name``."""
+        for i, d in enumerate(self.devices):
+            if name in (d.name, d.tf_device) or _same_tf_device(name, d.tf_device):
+                return i
+        raise ConfigError(f"cluster {self.name!r} has no device {name!r}; devices: "
+                          f"{', '.join(self.device_names)}")
+
+    def link_table(self) -> LinkTable:
+        return _link_table(self)
+
+    def summary(self) -> dict[str, Any]:
+        """Plain-data view for ``gplace clusters --json``."""
+        return {
+            "name": self.name, "description": self.description,
+            "devices": [{f.name: getattr(d, f.name) for f in fields(Device)} for d in self.devices],
+            "links": [{"devices": list(l.devices), "bandwidth": l.bandwidth,
+                       "latency_s": l.latency_s, "shared": l.shared} for l in self.links],
+            "default_link": {"bandwidth": self.default_link.bandwidth,
+                             "latency_s": self.default_link.latency_s},
+        }
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike) -> Cluster:
+        path = Path(path)
+        try:
+            record = yaml.safe_load(path.read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise ConfigError(f"{path}: cannot read cluster YAML ({_first_line(e)})") from None
+        return cluster_from_dict(record, str(path))
+
+
+def _first_line(e: Exception) -> str:
+    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+
+
+def _same_tf_device(a: str, b: str) -> bool:
+    """'/device:GPU:0' and '/job:localhost/replica:0/task:0/device:GPU:0' name one device."""
+    a, b = a.lower(), b.lower()
+    return a.startswith("/") and (b.endswith(a) or a.endswith(b)) and "device:" in a
+
+
+# ---- parsing ---------------------------------------------------------------------------------
+def _field(record: dict, key: str, kind: type, where: str, default: Any = ...) -> Any:
+    """record[key] converted to ``kind``; a ConfigError names the file and field if it is not."""
+    if key not in record:
+        if default is ...:
+            raise ConfigError(f"{where}: missing field {key!r}")
+        return default
+    value = record[key]
+    try:
+        if kind is bool:
+            if not isinstance(value, bool):
+                raise ValueError
+            return value
+        if kind is str:
+            if not isinstance(value, str):
+                raise ValueError
+            return value
+        out = kind(float(value)) if kind is int else kind(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{where}: field {key!r} = {value!r} is not a {kind.__name__}") from None
+    if kind in (int, float) and not out >= 0:
+        raise ConfigError(f"{where}: field {key!r} = {value!r} must be >= 0")
+    return out
+
+
+def _check_keys(record: Any, allowed: set[str], where: str) -> dict:
+    if not isinstance(record, dict):
+        raise ConfigError(f"{where}: expected a mapping, got {type(record).__name__}")
+    unknown = sorted(set(record) - allowed)
+    if unknown:
+        raise ConfigError(f"{where}: unknown field {unknown[0]!r}; fields: {', '.join(sorted(allowed))}")
+    return record
+
+
+def _device_from_dict(record: Any, where: str) -> Device:
+    _check_keys(record, {f.name for f in fields(Device)}, where)
+    where = f"{where} ({record.get('name', '?')})"
+    dev = Device(
+        name=_field(record, "name", str, where),
+        tf_device=_field(record, "tf_device", str, where),
+        kind=_field(record, "kind", str, where),
+        peak_flops=_field(record, "peak_flops", float, where),
+        mem_bandwidth=_field(record, "mem_bandwidth", float, where),
+        memory_bytes=_field(record, "memory_bytes", int, where),
+        launch_overhead_s=_field(record, "launch_overhead_s", float, where, 5e-6),
+        lanes=_field(record, "lanes", int, where, 1))
+    for key in ("peak_flops", "mem_bandwidth", "lanes"):
+        if getattr(dev, key) <= 0:
+            raise ConfigError(f"{where}: field {key!r} must be > 0")
+    return dev
+
+
+def _link_from_dict(record: Any, where: str, names: list[str], default: bool = False) -> Link:
+    allowed = {"bandwidth", "latency_s"} | (set() if default else {"devices", "shared"})
+    _check_keys(record, allowed, where)
+    devs = () if default else record.get("devices")
+    if not default:
+        if not isinstance(devs, list) or len(devs) < 2:
+            raise ConfigError(f"{where}: field 'devices' must list two or more device names")
+        for n in devs:
+            if n not in names:
+                raise ConfigError(f"{where}: field 'devices' names unknown device {n!r}; "
+                                  f"devices: {', '.join(names)}")
+    link = Link(tuple(devs), _field(record, "bandwidth", float, where),
+                _field(record, "latency_s", float, where),
+                False if default else _field(record, "shared", bool, where, False))
+    if link.bandwidth <= 0:
+        raise ConfigError(f"{where}: field 'bandwidth' must be > 0")
+    return link
+
+
+def cluster_from_dict(record: Any, where: str) -> Cluster:
+    """Builds and checks a Cluster from parsed YAML; errors name ``where`` and the field."""
+    _check_keys(record, {"name", "description", "devices", "links", "default_link"}, where)
+    devs = record.get("devices")
+    if not isinstance(devs, list) or not devs:
+        raise ConfigError(f"{where}: field 'devices' must be a non-empty list")
+    devices = tuple(_device_from_dict(d, f"{where}: devices[{i}]") for i, d in enumerate(devs))
+    names = [d.name for d in devices]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise ConfigError(f"{where}: field 'devices' repeats the name {sorted(dup)[0]!r}")
+    links = tuple(_link_from_dict(l, f"{where}: links[{i}]", names)
+                  for i, l in enumerate(record.get("links") or []))
+    if "default_link" not in record:
+        raise ConfigError(f"{where}: missing field 'default_link'")
+    default = _link_from_dict(record["default_link"], f"{where}: default_link", names, True)
+    return Cluster(name=_field(record, "name", str, where), devices=devices, links=links,
+                   default_link=default, description=record.get("description", "") or "")
+
+
+# ---- link table ------------------------------------------------------------------------------
+def _link_table(cluster: Cluster) -> LinkTable:
+    n = cluster.num_devices
+    index = {d.name: i for i, d in enumerate(cluster.devices)}
+    channel = np.full((n, n), -2, np.int64)
+    bw = np.full((n, n), cluster.default_link.bandwidth)
+    lat = np.full((n, n), cluster.default_link.latency_s)
+    names: list[str] = []
+    for k, link in enumerate(cluster.links):  # later entries override earlier ones
+        ids = [index[x] for x in link.devices]
+        if link.shared:
+            names.append(f"bus{k}:" + "+".join(link.devices))
+        for a in ids:
+            for b in ids:
+                if a == b:
+                    continue
+                if link.shared:
+                    channel[a, b] = len(names) - 1
+                else:
+                    names.append(f"{cluster.devices[a].name}->{cluster.devices[b].name}")
+                    channel[a, b] = len(names) - 1
+                bw[a, b], lat[a, b] = link.bandwidth, link.latency_s
+    for a in range(n):
+        for b in range(n):
+            if a != b and channel[a, b] == -2:
+                names.append(f"{cluster.devices[a].name}->{cluster.devices[b].name}")
+                channel[a, b] = len(names) - 1
+    np.fill_diagonal(channel, -1)
+    np.fill_diagonal(bw, np.inf)
+    np.fill_diagonal(lat, 0.0)
+    # channels numbered in first-use order; drop ids overridden by later entries
+    used = sorted(set(channel[channel >= 0].tolist()))
+    remap = {c: i for i, c in enumerate(used)}
+    channel = np.vectorize(lambda c: remap.get(c, -1))(channel).astype(np.int64)
+    return LinkTable(channel, bw, lat, len(used), tuple(names[c] for c in used))
+
+
+# ---- presets ---------------------------------------------------------------------------------
+def preset_names() -> list[str]:
+    """Names accepted by :func:`load_cluster`: the YAML presets plus ``local``."""
+    return sorted([p.stem for p in PRESET_DIR.glob("*.yaml")] + ["local"])
+
+
+def load_cluster(name_or_path: str | os.PathLike) -> Cluster:
+    """A preset by name (see :func:`preset_names`) or a cluster YAML file by path."""
+    text = str(name_or_path)
+    if text == "local":
+        return local_cluster()
+    preset = PRESET_DIR / f"{text}.yaml"
+    if "/" not in text and not text.endswith((".yaml", ".yml")) and preset.is_file():
+        return Cluster.from_yaml(preset)
+    path = Path(text)
+    if path.is_file():
+        return Cluster.from_yaml(path)
+    raise ConfigError(f"unknown cluster {text!r}: not a preset or a YAML file; presets: "
+                      f"{', '.join(preset_names())}")
+
+
+@lru_cache(maxsize=1)
+def local_cluster() -> Cluster:
+    """The devices TensorFlow sees here. Figures are rough estimates (no datasheet for an
+    arbitrary machine): CPU peak = cores x 2.5 GHz x 16 fp32 FLOP/cycle (AVX2 FMA, one unit),
+    20 GB/s memory bandwidth; GPUs get generic V100-class figures. The CPU kind is "cpu" so that
+    profiles measured on this machine (datasets/) apply to it."""
+    cores = os.cpu_count() or 1
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        pages = 8 << 30
+    kinds = _tf_devices()
+    devices, gpu = [], 0
+    for dev_type, index in kinds:
+        if dev_type == "CPU":
+            devices.append(Device(
+                name=f"cpu{index}" if index else "cpu",
+                tf_device=f"/job:localhost/replica:0/task:0/device:CPU:{index}", kind="cpu",
+                peak_flops=cores * 2.5e9 * 16, mem_bandwidth=20e9, memory_bytes=int(pages),
+                launch_overhead_s=2e-6, lanes=max(1, min(cores, 4))))
+        elif dev_type == "GPU":
+            devices.append(Device(
+                name=f"gpu{gpu}", tf_device=f"/job:localhost/replica:0/task:0/device:GPU:{index}",
+                kind="gpu", peak_flops=14e12, mem_bandwidth=900e9, memory_bytes=16 << 30,
+                launch_overhead_s=8e-6, lanes=1))
+            gpu += 1
+    return Cluster(name="local", devices=tuple(devices), default_link=Link((), 12e9, 10e-6),
+                   description=f"devices TensorFlow sees on this machine ({cores} CPU cores); "
+                               "figures are estimates")
+
+
+def _tf_devices() -> list[tuple[str, int]]:
+    """(type, index) of the physical devices TF lists; one CPU if TF is not installed."""
+    try:
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        import tensorflow as tf
+        found = []
+        for t in ("CPU", "GPU"):
+            found += [(t, i) for i, _ in enumerate(tf.config.list_physical_devices(t))]
+        return found or [("CPU", 0)]
+    except ImportError:
+        return [("CPU", 0)]

@@ -1,0 +1,201 @@
+"""CostModel: the time and memory of every op on every device (DESIGN.md, "CostModel").
+
+Measured where we can, estimated where we must, and always saying which (alpa's profiling
+database idea: measured tables and analytic estimates behind one interface, saved and loaded):
+
+* measured: op ``o`` on device ``d`` takes the median time a :class:`CostProfile` of ``d.kind``
+  recorded for ``o`` (matched by graph name, then op name);
+* estimated (roofline, Williams et al., CACM 2009): ``launch + max(flops / (peak * eff),
+  bytes / (bandwidth * eff))`` where bytes touched = input + output bytes and ``peak``,
+  ``bandwidth`` are the device figures shared by its ``lanes`` (each lane gets 1/lanes of them).
+  ``eff`` is fitted per device kind on measured profiles (least squares in log space, i.e. the
+  geometric mean of estimate / measured) and otherwise a documented default.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+from dataclasses import asdict, dataclass, field
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from gplace.cluster import Cluster, Device
+from gplace.errors import ConfigError
+from gplace.graph import OpGraph
+from gplace.io import atomic_write_bytes
+from gplace.profile import CostProfile
+
+FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class CostModelConfig:
+    """Knobs of the roofline estimate."""
+
+    # Fraction of datasheet peak an average fp32 DL kernel reaches when nothing is measured.
+    # 0.5: cuDNN convolutions / cuBLAS GEMMs reach 60-80% of peak, element-wise and small ops far
+    # less; the roofline's max() already charges memory-bound ops by bandwidth.
+    default_efficiency: float = 0.5
+    efficiency: dict[str, float] = field(default_factory=dict)  # per-kind override, e.g. {"k80": .4}
+    min_efficiency: float = 1e-4   # clamp for fitted values (a badly covered profile)
+    min_fit_ops: int = 20          # fewer usable measured ops than this: keep the default
+
+
+class OpCosts(NamedTuple):
+    """What the simulator needs about each (op, device) pair."""
+
+    time_s: np.ndarray        # (ops, devices) float64 seconds
+    temp_bytes: np.ndarray    # (ops, devices) int64: kernel scratch memory (profiled only)
+    output_bytes: np.ndarray  # (ops,) int64: bytes of the op's outputs
+    measured: np.ndarray      # (ops, devices) bool: time_s came from a profile
+    estimated: np.ndarray     # (devices,) bool: some op's time on the device is a roofline estimate
+    notes: tuple[str, ...]    # one line per device: "gpu0 (k80): roofline, efficiency 0.50"
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.notes)
+
+
+def bytes_touched(graph: OpGraph) -> np.ndarray:
+    """(ops,) float64: input bytes (forward data edges) + output bytes of each op."""
+    keep = ~graph.edge_back
+    inputs = np.bincount(graph.edge_dst[keep], weights=graph.edge_bytes[keep].astype(np.float64),
+                         minlength=graph.num_ops)
+    return inputs + graph.output_bytes.astype(np.float64)
+
+
+def roofline_s(graph: OpGraph, device: Device, efficiency: float) -> np.ndarray:
+    """(ops,) seconds by the roofline; each of ``device.lanes`` lanes gets 1/lanes of it."""
+    peak = device.peak_flops * efficiency / device.lanes
+    bandwidth = device.mem_bandwidth * efficiency / device.lanes
+    return device.launch_overhead_s + np.maximum(graph.flops / peak,
+                                                 bytes_touched(graph) / bandwidth)
+
+
+def fit_efficiency(graph: OpGraph, profile: CostProfile, device: Device) -> tuple[float, int]:
+    """Efficiency e minimizing sum (log(R/e) - log(t - launch))^2 over measured ops with time
+    above the launch overhead and nonzero work, R the roofline at e = 1 without launch; the
+    closed form is the geometric mean of R / (t - launch). Returns (e, ops used)."""
+    times, found = profile.times_for(graph.names)
+    work = roofline_s(graph, device, 1.0) - device.launch_overhead_s
+    net = times - device.launch_overhead_s
+    use = found & (net > 0) & (work > 0)
+    if not use.any():
+        return math.nan, 0
+    return float(np.exp(np.mean(np.log(work[use]) - np.log(net[use])))), int(use.sum())
+
+
+class CostModel:
+    """Measured profiles per device kind plus fitted roofline efficiencies; save/load as JSON."""
+
+    def __init__(self, config: CostModelConfig | None = None,
+                 profiles: Sequence[CostProfile] = (), fitted: dict[str, float] | None = None):
+        self.config = config or CostModelConfig()
+        self.profiles: dict[tuple[str, str], CostProfile] = {}
+        for p in profiles:
+            self.add_profile(p)
+        self.fitted: dict[str, float] = dict(fitted or {})
+
+    def add_profile(self, profile: CostProfile) -> None:
+        """Uses ``profile`` for devices of ``profile.device_kind`` running ``profile.graph``."""
+        self.profiles[(profile.device_kind, profile.graph)] = profile
+
+    def fit(self, pairs: Sequence[tuple[OpGraph, CostProfile]], cluster: Cluster) -> dict[str, float]:
+        """Adds the profiles and fits one efficiency per kind that ``cluster`` has a device of
+        (pooled over that kind's graphs: geometric mean weighted by ops). Returns the fits."""
+        logs: dict[str, list[tuple[float, int]]] = {}
+        for graph, profile in pairs:
+            self.add_profile(profile)
+            device = next((d for d in cluster.devices if d.kind == profile.device_kind), None)
+            if device is None:
+                continue
+            eff, used = fit_efficiency(graph, profile, device)
+            if used:
+                logs.setdefault(profile.device_kind, []).append((math.log(eff), used))
+        for kind, items in logs.items():
+            total = sum(n for _, n in items)
+            if total >= self.config.min_fit_ops:
+                mean = sum(l * n for l, n in items) / total
+                self.fitted[kind] = min(1.0, max(self.config.min_efficiency, math.exp(mean)))
+        return dict(self.fitted)
+
+    def efficiency(self, kind: str) -> tuple[float, str]:
+        """(efficiency, where it came from) for a device kind."""
+        if kind in self.fitted:
+            return self.fitted[kind], "fitted"
+        if kind in self.config.efficiency:
+            return self.config.efficiency[kind], "configured"
+        return self.config.default_efficiency, "default"
+
+    def costs(self, graph: OpGraph, cluster: Cluster) -> OpCosts:
+        """Time and memory of every op of ``graph`` on every device of ``cluster``."""
+        n, nd = graph.num_ops, cluster.num_devices
+        time_s = np.zeros((n, nd))
+        temp = np.zeros((n, nd), np.int64)
+        measured = np.zeros((n, nd), bool)
+        notes = []
+        for d, device in enumerate(cluster.devices):
+            eff, source = self.efficiency(device.kind)
+            time_s[:, d] = roofline_s(graph, device, eff)
+            profile = self.profiles.get((device.kind, graph.meta.get("name", "")))
+            if profile is not None:
+                t, found = profile.times_for(graph.names)
+                time_s[found, d] = t[found]
+                measured[:, d] = found
+                temp[:, d] = _temp_for(profile, graph.names)
+            count = int(measured[:, d].sum())
+            what = ("measured" if count == n else
+                    f"measured {count}/{n} ops, rest roofline" if count else "roofline")
+            notes.append(f"{device.name} ({device.kind}): {what}"
+                         + ("" if count == n else f", efficiency {eff:.3g} ({source})"))
+        return OpCosts(time_s, temp, graph.output_bytes, measured, ~measured.all(axis=0)
+                       if n else np.zeros(nd, bool), tuple(notes))
+
+    # ---- persistence -----------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        record = {"format_version": FORMAT_VERSION, "config": asdict(self.config),
+                  "fitted": self.fitted, "profiles": [_profile_record(p) for p in
+                                                      self.profiles.values()]}
+        atomic_write_bytes(path, gzip.compress(json.dumps(record).encode(), mtime=0))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> CostModel:
+        try:
+            record = json.loads(gzip.decompress(open(path, "rb").read()))
+        except (OSError, ValueError, EOFError) as e:
+            raise ConfigError(f"{path}: not a gplace cost model ({e})") from None
+        if record.get("format_version") != FORMAT_VERSION:
+            raise ConfigError(f"{path}: cost model format is not version {FORMAT_VERSION}")
+        try:
+            config = CostModelConfig(**record["config"])
+            profiles = [CostProfile(
+                graph=p["graph"], device_kind=p["device_kind"], machine=p["machine"],
+                op_names=np.asarray(p["op_names"], str),
+                op_time_s=np.asarray(p["op_time_s"], np.float64),
+                op_output_bytes=np.asarray(p["op_output_bytes"], np.int64),
+                op_temp_bytes=np.asarray(p["op_temp_bytes"], np.int64),
+                step_time_s=float(p["step_time_s"]), meta=p.get("meta", {}))
+                for p in record["profiles"]]
+        except (KeyError, TypeError) as e:
+            raise ConfigError(f"{path}: cost model is missing or has a wrong field ({e})") from None
+        return cls(config, profiles, record.get("fitted", {}))
+
+
+def _temp_for(profile: CostProfile, names: np.ndarray) -> np.ndarray:
+    lookup = {n: i for i, n in enumerate(profile.op_names.tolist())}
+    idx = np.array([lookup.get(n, -1) for n in names.tolist()], np.int64)
+    out = np.zeros(len(names), np.int64)
+    out[idx >= 0] = profile.op_temp_bytes[idx[idx >= 0]]
+    return out
+
+
+def _profile_record(p: CostProfile) -> dict:
+    return {"graph": p.graph, "device_kind": p.device_kind, "machine": p.machine,
+            "op_names": p.op_names.tolist(), "op_time_s": p.op_time_s.tolist(),
+            "op_output_bytes": p.op_output_bytes.tolist(),
+            "op_temp_bytes": p.op_temp_bytes.tolist(), "step_time_s": p.step_time_s,
+            "meta": p.meta}
