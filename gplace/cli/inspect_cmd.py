@@ -1,0 +1,68 @@
+"""``gplace inspect MODEL``: what the importer sees in a graph."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+
+def add_parser(sub, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help="import a graph and print its ops, groups, FLOPs and loops",
+                       description="Import a TensorFlow graph (.pb, .pbtxt, .meta, SavedModel "
+                                   "directory or a gplace .npz) and summarize it.")
+    p.add_argument("model", help="graph file or SavedModel directory")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    p.add_argument("--unknown-dim", type=int, default=1, metavar="N",
+                   help="size given to unknown dimensions such as a None batch (default: 1)")
+    p.add_argument("--save", metavar="FILE.npz", help="also write the imported OpGraph here")
+    return p
+
+
+def run(args) -> int:
+    start = time.perf_counter()
+    graph = load_any(args.model, unknown_dim=args.unknown_dim)
+    if args.save:
+        graph.save(args.save)
+    summary = graph.summary()
+    summary["import"] = graph.meta.get("import", {})
+    summary["seconds"] = round(time.perf_counter() - start, 3)
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(render(summary))
+    return 0
+
+
+def load_any(path: str, unknown_dim: int = 1):
+    """An OpGraph from a saved ``.npz`` or from anything the importer reads."""
+    from gplace.graph import OpGraph
+    if str(path).endswith(".npz"):
+        return OpGraph.load(path)
+    from gplace import load_graph
+    return load_graph(path, unknown_dim=unknown_dim)
+
+
+def render(s: dict) -> str:
+    im = s.get("import", {})
+    lines = [
+        f"graph          {s['name']}",
+        f"ops            {s['ops']:,}",
+        f"edges          {s['edges']:,} data, {s['control_edges']:,} control",
+        f"groups         {s['groups']:,} colocation groups",
+        f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
+        "TensorFlow's statistics, the rest estimated)",
+        f"params         {s['param_bytes'] / 2**20:,.1f} MiB",
+        f"loops          {im.get('loops', 0)} TF1 loop frames",
+        f"functions      {sum(im.get('inlined_functions', {}).values())} calls inlined, "
+        f"{len(im.get('kept_function_ops', {}))} kept as one op",
+        f"unknown dims   {im.get('outputs_with_unknown_dims', 0):,} outputs (counted as "
+        f"{im.get('unknown_dim', 1)} per unknown dimension)",
+        f"shapes from    {im.get('shape_inference', '?')}",
+        "top op types   " + ", ".join(f"{t} {c:,}" for t, c in s["top_op_types"].items()),
+    ]
+    lines += [f"note           {n}" for n in im.get("notes", [])]
+    lines += [f"kept           {op}: {why}" for op, why in
+              list(im.get("kept_function_ops", {}).items())[:5]]
+    lines.append(f"time           {s['seconds']:.2f} s")
+    return "\n".join(lines)

@@ -1,0 +1,225 @@
+"""Import a TensorFlow graph into an OpGraph (DESIGN.md, "OpGraph"); it never runs the graph.
+
+    graph = gplace.load_graph("model.pb")
+
+Reads a binary or text GraphDef, a MetaGraphDef, a SavedModel directory, a GraphDef object or
+a ``tf.Graph``. Function calls are inlined (functions.py), shapes inferred (shapes.py), FLOPs
+counted (flops.py) and colocation groups formed (colocation.py); ``graph.meta["import"]``
+says what was done: functions inlined or kept, loops found, unknown dimensions, timings.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from gplace.errors import GraphError
+from gplace.graph import OpGraph
+from gplace.importer import colocation, flops as flops_mod, functions, shapes as shapes_mod
+from gplace.importer.reader import read_graph_def
+from gplace.tfimport import tensorflow
+
+NEXT_ITERATION = ("NextIteration", "RefNextIteration")
+VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
+BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
+              "If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch")}
+MAX_BODY_DEPTH = 4
+
+
+def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None) -> OpGraph:
+    """Imports ``source`` (a path, a GraphDef or a tf.Graph); raises GraphError on bad input.
+
+    ``unknown_dim``: the size given to unknown dimensions (see shapes.py); ``inline``: inline
+    function calls; ``name``: the graph's name (default: the file name without suffix).
+    """
+    tensorflow()
+    start = time.perf_counter()
+    graph_def, kind, label, default_name = _to_graph_def(source)
+    try:
+        graph = build_op_graph(graph_def, unknown_dim=unknown_dim, inline=inline,
+                               name=name or default_name)
+    except GraphError as e:
+        raise GraphError(f"{label}: {e}") from None
+    graph.meta["source"] = label
+    graph.meta["import"]["format"] = kind
+    graph.meta["import"]["seconds"] = round(time.perf_counter() - start, 4)
+    return graph
+
+
+def _to_graph_def(source):
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        graph_def, kind = read_graph_def(path)
+        stem = path.name if path.is_dir() else path.name.split(".")[0]
+        return graph_def, kind, str(path), stem
+    if hasattr(source, "as_graph_def"):
+        return source.as_graph_def(), "tf.Graph", "<tf.Graph>", "graph"
+    if hasattr(source, "node") and hasattr(source, "library"):
+        return source, "graphdef", "<GraphDef>", "graph"
+    raise GraphError(f"cannot import an object of type {type(source).__name__}; pass a file "
+                     "path, a tf.compat.v1.GraphDef or a tf.Graph")
+
+
+def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: str = "graph",
+                   depth: int = 0) -> OpGraph:
+    if unknown_dim < 1:
+        raise GraphError(f"unknown_dim must be at least 1, got {unknown_dim}")
+    report = functions.InlineReport()
+    if inline:
+        graph_def, report = functions.inline_functions(graph_def)
+    nodes = list(graph_def.node)
+    if not nodes:
+        raise GraphError("the graph has no ops")
+    index = _index(nodes)
+    data, ctrl = _parse_inputs(nodes, index)
+    info = shapes_mod.infer_shapes(graph_def, unknown_dim)
+    outs = _outputs(nodes, info, data, unknown_dim)
+    e_src, e_out, e_dst = (np.asarray(c, np.int64).reshape(-1) for c in zip(*data)) if data \
+        else (np.zeros(0, np.int64),) * 3
+    c_src, c_dst = (np.asarray(c, np.int64) for c in zip(*ctrl)) if ctrl \
+        else (np.zeros(0, np.int64),) * 2
+    edge_out = outs["ptr"][e_src] + e_out
+    op_types = np.asarray([n.op for n in nodes], dtype=str)
+    is_next = np.isin(op_types, NEXT_ITERATION)
+    groups = colocation.colocation_groups(nodes, index, e_src, e_dst, outs["dtype"][edge_out])
+    in_shapes = _input_shapes(len(nodes), e_src, e_out, e_dst, outs["shapes_per_op"])
+    op_flops, from_tf = flops_mod.op_flops(nodes, outs["shapes_per_op"], in_shapes,
+                                           info.tf_graph, unknown_dim)
+    body_notes = _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth)
+    frames = sorted({n.attr["frame_name"].s.decode() for n in nodes
+                     if n.op in ("Enter", "RefEnter") and "frame_name" in n.attr})
+    graph = OpGraph(
+        names=np.asarray([n.name for n in nodes], dtype=str), op_types=op_types,
+        devices=np.asarray([n.device for n in nodes], dtype=str),
+        flops=op_flops, param_bytes=_param_bytes(nodes), group=groups,
+        out_ptr=outs["ptr"], out_dtype=outs["dtype"], out_bytes=outs["bytes"],
+        out_rank=outs["rank"], dim_ptr=outs["dim_ptr"], out_dims=outs["dims"],
+        edge_src=e_src, edge_dst=e_dst, edge_src_out=e_out, edge_bytes=outs["bytes"][edge_out],
+        edge_back=is_next[e_src], ctrl_src=c_src, ctrl_dst=c_dst, ctrl_back=is_next[c_src],
+        meta={"name": name, "import": {
+            "inlined_functions": report.inlined, "kept_function_ops": report.kept,
+            "loops": len(frames), "loop_frames": frames[:20],
+            "library_functions": len(graph_def.library.function),
+            "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
+            "shape_inference": "tensorflow" if info.tf_graph is not None
+            else f"grappler only; tf.Graph import failed: {info.inference_error}",
+            "flops_from_tf_registry": from_tf, "notes": info.notes + body_notes}})
+    return graph.validate()
+
+
+def _index(nodes) -> dict[str, int]:
+    index: dict[str, int] = {}
+    for k, node in enumerate(nodes):
+        if node.name in index:
+            raise GraphError(f"two ops are named {node.name!r}")
+        index[node.name] = k
+    return index
+
+
+def _parse_inputs(nodes, index):
+    """Data edges (src, src_output, dst) and control edges (src, dst)."""
+    data, ctrl = [], []
+    for k, node in enumerate(nodes):
+        for inp in node.input:
+            op, suffix, is_control = functions._split_input(inp)
+            src = index.get(op)
+            if src is None:
+                raise GraphError(f"op {node.name!r} has input {inp!r}, which names a missing op")
+            if is_control:
+                ctrl.append((src, k))
+            else:
+                data.append((src, int(suffix[1:]) if suffix else 0, k))
+    return data, ctrl
+
+
+_DTYPE_SIZE: dict[str, int] = {}
+
+
+def _dtype_size(name: str) -> int:
+    """Bytes per element; 0 for handles and references (their memory is the variable's)."""
+    if name not in _DTYPE_SIZE:
+        from tensorflow.python.framework import dtypes
+        try:
+            size = 0 if name.endswith("_ref") else dtypes.as_dtype(name).size
+        except TypeError:
+            size = 4
+        _DTYPE_SIZE[name] = size
+    return _DTYPE_SIZE[name]
+
+
+def _outputs(nodes, info, data, unknown_dim):
+    """Ragged output arrays; an output referenced but not known to TF gets float32, unknown."""
+    count = [len(d) for d in info.dtypes]
+    for src, out, _ in data:
+        count[src] = max(count[src], out + 1)
+    dtype, rank, dims, nbytes, shapes_per_op, unknown = [], [], [], [], [], 0
+    for k, c in enumerate(count):
+        known = list(zip(info.dtypes[k], info.shapes[k]))
+        per_op = []
+        for j in range(c):
+            dt, shape = known[j] if j < len(known) else ("float32", None)
+            dtype.append(dt)
+            rank.append(-1 if shape is None else len(shape))
+            dims.append(shape or ())
+            unknown += shape is None or any(d < 0 for d in shape)
+            nbytes.append(_dtype_size(dt) * flops_mod.elements(shape, unknown_dim))
+            per_op.append(shape)
+        shapes_per_op.append(per_op)
+    ptr = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
+    dim_ptr = np.concatenate([[0], np.cumsum([len(d) for d in dims])]).astype(np.int64)
+    flat = np.fromiter((d for s in dims for d in s), np.int64)
+    return {"ptr": ptr, "dtype": np.asarray(dtype, dtype=str), "rank": np.asarray(rank, np.int64),
+            "dim_ptr": dim_ptr, "dims": flat, "bytes": np.asarray(nbytes, np.int64),
+            "shapes_per_op": shapes_per_op, "unknown": int(unknown)}
+
+
+def _input_shapes(n, e_src, e_out, e_dst, shapes_per_op):
+    result = [[] for _ in range(n)]
+    for s, o, d in zip(e_src.tolist(), e_out.tolist(), e_dst.tolist()):
+        result[d].append(shapes_per_op[s][o])
+    return result
+
+
+def _param_bytes(nodes) -> np.ndarray:
+    result = np.zeros(len(nodes), np.int64)
+    for k, node in enumerate(nodes):
+        if node.op in VARIABLE_OPS and "shape" in node.attr and "dtype" in node.attr:
+            shape = node.attr["shape"].shape
+            if shape.unknown_rank:
+                continue
+            size = int(np.prod([max(d.size, 1) for d in shape.dim])) if shape.dim else 1
+            from tensorflow.python.framework import dtypes
+            result[k] = size * dtypes.as_dtype(node.attr["dtype"].type).size
+    return result
+
+
+def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:
+    """Kept functional ops (While, If) get the FLOPs of their bodies: While counts one trip of
+    cond + body (the trip count is unknown at import), If the larger branch."""
+    notes = []
+    library = {f.signature.name: f for f in graph_def.library.function}
+    for k, node in enumerate(nodes):
+        if node.name not in report.kept:
+            continue
+        attrs = BODY_ATTRS.get(node.op)
+        fnames = [node.attr[a].func.name for a in attrs] if attrs else \
+            [functions.called_function(node, library)]
+        costs = [_function_flops(library, f, unknown_dim, depth) for f in fnames if f]
+        if costs:
+            op_flops[k] += sum(costs) if "While" in node.op or not attrs else max(costs)
+        if depth == 0 and "While" in node.op:
+            notes.append(f"{node.name}: functional While, cost of one iteration")
+    return notes
+
+
+def _function_flops(library, fname, unknown_dim, depth) -> float:
+    if fname not in library or depth >= MAX_BODY_DEPTH:
+        return 0.0
+    try:
+        body, _ = functions.body_graph_def(library[fname], library)
+        return float(build_op_graph(body, unknown_dim, True, fname, depth + 1).flops.sum())
+    except (GraphError, ValueError, KeyError):
+        return 0.0

@@ -1,0 +1,51 @@
+"""Colocation groups: the ops TensorFlow forces onto one device (DESIGN.md, "Colocation is a
+hard constraint"). Two rules, merged with union-find:
+
+1. explicit: ``_class: "loc:@x"`` on op y puts y with x;
+2. implicit: every consumer of a resource handle or of a reference tensor (``float32_ref``)
+   lives with its producer, hence with the variable (TF's placer colocates them at run time).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class UnionFind:
+    def __init__(self, n: int):
+        self.parent = np.arange(n)
+
+    def find(self, x: int) -> int:
+        parent = self.parent
+        root = x
+        while parent[root] != root:
+            root = parent[root]
+        while parent[x] != root:  # path compression
+            parent[x], x = root, parent[x]
+        return int(root)
+
+    def union(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[max(ra, rb)] = min(ra, rb)
+
+    def labels(self) -> np.ndarray:
+        """Group id per element, numbered 0.. in order of first appearance."""
+        roots = np.array([self.find(i) for i in range(len(self.parent))], np.int64)
+        _, first, inverse = np.unique(roots, return_index=True, return_inverse=True)
+        rank = np.argsort(np.argsort(first))
+        return rank[inverse].astype(np.int64)
+
+
+def colocation_groups(nodes, index: dict[str, int], edge_src, edge_dst, edge_dtype) -> np.ndarray:
+    uf = UnionFind(len(nodes))
+    for k, node in enumerate(nodes):
+        if "_class" in node.attr:
+            for entry in node.attr["_class"].list.s:
+                target = entry.decode(errors="replace")
+                if target.startswith("loc:@") and target[5:] in index:
+                    uf.union(k, index[target[5:]])
+    for s, d, dtype in zip(edge_src, edge_dst, edge_dtype):
+        if dtype == "resource" or dtype.endswith("_ref"):
+            uf.union(int(s), int(d))
+    return uf.labels()

@@ -1,0 +1,162 @@
+"""Inline function calls of a GraphDef, as TensorFlow's own function inliner does.
+
+A call to a library function (an op named after the function, PartitionedCall or
+StatefulPartitionedCall) is replaced by the body's nodes under the prefix ``<call name>/``:
+each argument becomes an ``Identity`` of the call's input, and the call's own name becomes an
+``IdentityN`` of the body's results, so the consumers of the call are untouched. Polymorphic
+functions and functional control flow (While, If, Case) are kept as one op: ``flops.py`` gives
+them the summed cost of their bodies. The report says which was done to each.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gplace.errors import GraphError
+
+CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
+FUNCTIONAL_OPS = ("While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase")
+MAX_DEPTH = 8  # nested calls inlined this deep; deeper ones are kept as one op
+
+
+@dataclass
+class InlineReport:
+    inlined: dict[str, int] = field(default_factory=dict)   # function name -> calls inlined
+    kept: dict[str, str] = field(default_factory=dict)      # call op name -> why it was kept
+
+
+def called_function(node, library: dict) -> str | None:
+    """The library function a node calls, or None."""
+    if node.op in library:
+        return node.op
+    if node.op in CALL_OPS:
+        return node.attr["f"].func.name
+    return None
+
+
+def inline_functions(graph_def):
+    """Returns ``(graph_def, report)`` with every inlinable call inlined (recursively)."""
+    library = {f.signature.name: f for f in graph_def.library.function}
+    report = InlineReport()
+    if not library:
+        return graph_def, report
+    for _ in range(MAX_DEPTH):
+        calls = [n for n in graph_def.node if called_function(n, library)
+                 and n.name not in report.kept]
+        if not calls:
+            break
+        graph_def = _inline_pass(graph_def, library, report)
+    for node in graph_def.node:
+        fname = called_function(node, library)
+        if fname and node.name not in report.kept:
+            report.kept[node.name] = f"calls {fname} nested deeper than {MAX_DEPTH}"
+        elif node.op in FUNCTIONAL_OPS:
+            report.kept[node.name] = f"functional {node.op}: kept as one op, body costs summed"
+    return graph_def, report
+
+
+def _inline_pass(graph_def, library, report):
+    from tensorflow.core.framework import graph_pb2
+    out = graph_pb2.GraphDef()
+    out.versions.CopyFrom(graph_def.versions)
+    out.library.CopyFrom(graph_def.library)
+    taken = {n.name for n in graph_def.node}
+    for node in graph_def.node:
+        fname = called_function(node, library)
+        if not fname or node.name in report.kept:
+            out.node.add().CopyFrom(node)
+            continue
+        why = _cannot_inline(library[fname])
+        if why:
+            report.kept[node.name] = why
+            out.node.add().CopyFrom(node)
+            continue
+        out.node.extend(_expand_call(node, library[fname], taken, library))
+        report.inlined[fname] = report.inlined.get(fname, 0) + 1
+    return out
+
+
+def _cannot_inline(fdef) -> str | None:
+    sig = fdef.signature
+    if sig.attr:
+        return f"polymorphic function {sig.name}: kept as one op"
+    for arg in list(sig.input_arg) + list(sig.output_arg):
+        if arg.number_attr or arg.type_list_attr or not arg.type:
+            return f"function {sig.name} has list or attr-typed arguments: kept as one op"
+    return None
+
+
+def _split_input(name: str) -> tuple[str, str, bool]:
+    """'^x' -> (x, '', True); 'x:1' -> (x, ':1', False); 'x' -> (x, '', False)."""
+    if name.startswith("^"):
+        return name[1:], "", True
+    op, sep, idx = name.partition(":")
+    return op, (":" + idx if sep else ""), False
+
+
+def body_graph_def(fdef, library: dict):
+    """``(graph_def, flat_names)`` of a function body; ``flat_names`` maps "node:arg:i" to
+    "node:j". TF looks nested functions up in the default graph, so the library goes there."""
+    import tensorflow as tf
+    from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
+    holder = tf.Graph()
+    try:
+        with holder.as_default():
+            lib = tf.compat.v1.GraphDef()
+            lib.library.function.extend(library.values())
+            tf.graph_util.import_graph_def(lib, name="")
+            body, flat_names = function_def_to_graph_def(fdef)
+    except Exception as e:  # TF raises many kinds here; the message names the function
+        raise GraphError(f"cannot read the body of function {fdef.signature.name}: "
+                         f"{' '.join(str(e).split())[:200]}") from None
+    body.library.function.extend(library.values())
+    return body, flat_names
+
+
+def _expand_call(call, fdef, taken: set[str], library: dict) -> list:
+    from tensorflow.core.framework import attr_value_pb2, node_def_pb2
+    body, flat_names = body_graph_def(fdef, library)
+    prefix = call.name + "/"
+    while any(prefix + n.name in taken for n in body.node):
+        prefix = prefix[:-1] + "_inlined/"
+    data_inputs = [i for i in call.input if not i.startswith("^")]
+    control_inputs = [i for i in call.input if i.startswith("^")]
+    args = {a.name: (k, a.type) for k, a in enumerate(fdef.signature.input_arg)}
+    if len(data_inputs) != len(args):
+        raise GraphError(f"op {call.name} passes {len(data_inputs)} inputs to "
+                         f"{fdef.signature.name}, which takes {len(args)}")
+
+    def rename(inp: str) -> str:
+        op, suffix, is_control = _split_input(inp)
+        return ("^" if is_control else "") + prefix + op + suffix
+
+    nodes = []
+    for b in body.node:
+        n = node_def_pb2.NodeDef()
+        if b.op == "Placeholder" and b.name in args:
+            k, dtype = args[b.name]
+            n.name, n.op = prefix + b.name, "Identity"
+            n.input.append(data_inputs[k])
+            n.input.extend(control_inputs)
+            n.attr["T"].type = dtype
+        else:
+            n.CopyFrom(b)
+            n.name = prefix + b.name
+            del n.input[:]
+            n.input.extend(rename(i) for i in b.input)
+            if not b.input:
+                n.input.extend(control_inputs)
+        nodes.append(n)
+        taken.add(n.name)
+    result = node_def_pb2.NodeDef(name=call.name, device=call.device)
+    outputs = list(fdef.signature.output_arg)
+    if outputs:
+        result.op = "IdentityN"
+        result.input.extend(rename(flat_names[fdef.ret[o.name]]) for o in outputs)
+        result.attr["T"].CopyFrom(attr_value_pb2.AttrValue(
+            list=attr_value_pb2.AttrValue.ListValue(type=[o.type for o in outputs])))
+    else:
+        result.op = "NoOp"
+    result.input.extend("^" + prefix + name for name in fdef.control_ret.values())
+    nodes.append(result)
+    return nodes
