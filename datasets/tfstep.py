@@ -3,6 +3,12 @@
 TF1 graph mode with ``tf.compat.v1.train`` optimizers gives one flat graph with VarHandleOp
 variables, ResourceApply* updates and, with control flow v1, Enter/Merge/Switch/NextIteration
 loops, which is what Post and HDP placed. Keras 3 variables wrap a ``tf.Variable`` in ``.value``.
+
+State updates (batch-norm moving averages, Keras 3 seed-generator states) are assign ops that
+nothing in the train op depends on; they are kept by a control dependency of ``step_loss``.
+Keras 3 writes them as ``AssignVariableOp``; classic tf-keras as ``AssignSubVariableOp``
+(``AssignMovingAvg``). They are told apart from variable initializers by what they compute: an
+update's value reads a variable (or depends on something that does), an initializer's never does.
 """
 
 from __future__ import annotations
@@ -18,11 +24,25 @@ OPTIMIZERS = {
     "momentum": lambda: tf.compat.v1.train.MomentumOptimizer(0.01, 0.9),
     "adam": lambda: tf.compat.v1.train.AdamOptimizer(1e-3),
     "rmsprop": lambda: tf.compat.v1.train.RMSPropOptimizer(1e-3),
+    "adagrad": lambda: tf.compat.v1.train.AdagradOptimizer(0.01),
 }
+
+ASSIGN_TYPES = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                          "Assign", "AssignAdd", "AssignSub"})
+READ_TYPES = frozenset({"ReadVariableOp", "VariableV2", "ResourceGather", "ResourceGatherNd"})
 
 
 def _tf_variable(v):
     return getattr(v, "value", v) if not isinstance(v, tf.Variable) else v
+
+
+def state_updates(ops: list) -> list:
+    """The assign ops among ``ops`` (creation order) whose assigned value reads a variable."""
+    reads: dict = {}
+    for op in ops:
+        reads[op] = op.type in READ_TYPES or any(reads.get(t.op, False) for t in op.inputs)
+    return [op for op in ops if op.type in ASSIGN_TYPES
+            and any(reads.get(t.op, False) for t in op.inputs[1:])]
 
 
 def training_step_graph(build: Callable[[], tuple], optimizer: str = "momentum",
@@ -40,15 +60,19 @@ def training_step_graph(build: Callable[[], tuple], optimizer: str = "momentum",
     with g.as_default():
         tf.compat.v1.set_random_seed(seed)
         loss, variables = build()
+        updates = state_updates(g.get_operations())
         var_list = [_tf_variable(v) for v in variables]
         train = OPTIMIZERS[optimizer]().minimize(loss, var_list=var_list, name="train_step")
-        updates = [op for op in g.get_operations()
-                   if op.type == "AssignVariableOp" and "Initializer" not in op.name
-                   and not op.name.endswith("/Assign") and "/assign" in op.name.lower()]
         with tf.control_dependencies([train] + updates):
             step = tf.identity(loss, name="step_loss")
     gd = g.as_graph_def()
     return tf.compat.v1.graph_util.extract_sub_graph(gd, [step.op.name])
+
+
+def classifier_loss(logits, labels):
+    """Mean sparse softmax cross-entropy in float32, named ``loss``."""
+    return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=labels, logits=tf.cast(logits, tf.float32)), name="loss")
 
 
 def keras_classifier_step(model_fn: Callable[[], object], input_shape: tuple[int, ...],
@@ -63,7 +87,5 @@ def keras_classifier_step(model_fn: Callable[[], object], input_shape: tuple[int
         y = tf.random.uniform((batch,), maxval=num_classes, dtype=tf.int32)
         model = model_fn()
         logits = model(x, training=True)
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=y, logits=tf.cast(logits, tf.float32)), name="loss")
-        return loss, model.trainable_variables
+        return classifier_loss(logits, y), model.trainable_variables
     return training_step_graph(build, optimizer=optimizer, v1_loops=v1_loops)

@@ -1,0 +1,132 @@
+"""datasets/manifest.yaml: every corpus graph with its family, size, measured cost and split.
+
+Graph statistics (ops, FLOPs, parameter bytes) come from ``gplace.load_graph(...).summary()``;
+while the importer cannot read a graph, ops and parameter bytes are counted from the GraphDef
+itself (``stats_source: graphdef``) and FLOPs are left empty, to be filled by a later run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from gplace.io import atomic_write_text
+
+# Split by architecture family: no validation or test family appears in train.
+TEST_FAMILIES = ("inception", "nmt", "transformer")     # the HDP / Post / GDP benchmark trio
+VALIDATION_FAMILIES = ("xception", "gru_lm", "wide_deep")
+
+HEADER = """\
+# gplace training-graph corpus (issue 3). Rebuild: python -m datasets.build
+#
+# Every graph is one training step (forward, backward, optimizer update) in TF1 graph mode
+# with control flow v1, profiled on this CPU (see datasets/profiler.py): per-op times are the
+# median over >= 5 FULL_TRACE steps, inter-op and intra-op threads 1, grappler and oneDNN
+# fusions off. step_time_s: median wall time of the traced steps; untraced_step_time_s: median
+# of untraced steps (tracing slows small kernels). coverage: sum of profiled op times / step time.
+# op_coverage: fraction of GraphDef ops seen in step_stats (untaken Switch branches are not run).
+#
+# Split by architecture family, so that validation and test measure generalization to
+# architectures never seen in training:
+#   test:       inception, nmt, transformer  (the graphs of HDP, Post and GDP's evaluations:
+#               a CNN with branching modules, an RNN encoder-decoder with attention, a
+#               self-attention encoder-decoder)
+#   validation: xception, gru_lm, wide_deep  (one CNN, one RNN, one embedding model, for model
+#               selection; each is a near neighbour of a test family, never the same one)
+#   train:      every other family.
+# Caveat: BERT/GPT (train) share their attention blocks with the Transformer (test); the split
+# holds out architectures, not op types.
+"""
+
+
+def split_of(family: str) -> str:
+    if family in TEST_FAMILIES:
+        return "test"
+    return "validation" if family in VALIDATION_FAMILIES else "train"
+
+
+def graphdef_stats(path: Path) -> dict:
+    """Ops and parameter bytes counted from the GraphDef (variables' shapes and dtypes)."""
+    import numpy as np
+    import tensorflow as tf
+    gd = tf.compat.v1.GraphDef()
+    gd.ParseFromString(path.read_bytes())
+    params = 0
+    for n in gd.node:
+        if n.op in ("VarHandleOp", "VariableV2"):
+            dims = [d.size for d in n.attr["shape"].shape.dim]
+            params += int(np.prod(dims)) * tf.as_dtype(n.attr["dtype"].type).size
+    return {"ops": len(gd.node), "flops": None, "param_bytes": params,
+            "stats_source": "graphdef"}
+
+
+def importer_stats(path: Path) -> dict | None:
+    """Ops, FLOPs and parameter bytes from the gplace importer, or None if it cannot read it."""
+    try:
+        import gplace
+        s = gplace.load_graph(str(path)).summary()
+    except Exception:  # the importer is optional here: any failure falls back to graphdef_stats
+        return None
+    return {"ops": int(s["ops"]), "flops": float(s["flops"]), "param_bytes": int(s["param_bytes"]),
+            "stats_source": "gplace.load_graph"}
+
+
+def graph_stats(path: Path, previous: dict | None) -> dict:
+    """Stats for one graph, reusing ``previous`` when it came from the importer already."""
+    keys = ("ops", "flops", "param_bytes", "stats_source")
+    if previous and previous.get("stats_source") == "gplace.load_graph":
+        return {k: previous[k] for k in keys}
+    if not path.exists():
+        return {k: (previous or {}).get(k) for k in keys}
+    return importer_stats(path) or graphdef_stats(path)
+
+
+def entry(spec, out: Path, previous: dict | None) -> dict | None:
+    """The manifest row of one built graph, or None if it has no profile yet."""
+    from gplace.profile import CostProfile
+    ppath = out / f"{spec.name}.profile.json.gz"
+    if not ppath.exists():
+        return None
+    prof = CostProfile.load(ppath)
+    row = {"name": spec.name, "family": spec.family, "split": split_of(spec.family),
+           "op_set": spec.op_set, "graph": f"{spec.name}.pb", "profile": ppath.name}
+    row.update(graph_stats(out / f"{spec.name}.pb", previous))
+    row.update({
+        "step_time_s": round(prof.step_time_s, 6),
+        "untraced_step_time_s": round(prof.meta.get("untraced_step_time_s") or 0.0, 6),
+        "coverage": round(prof.coverage, 4),
+        "op_coverage": round(prof.meta.get("op_coverage", 0.0), 4),
+        "traced_steps": prof.meta.get("traced_steps"),
+        "builder": spec.builder, "kwargs": dict(spec.kwargs)})
+    return row
+
+
+def load(path: Path) -> dict[str, dict]:
+    if not path.exists():
+        return {}
+    data = yaml.safe_load(path.read_text()) or {}
+    return {row["name"]: row for row in data.get("graphs", [])}
+
+
+def write(path: Path, specs: list, out: Path) -> list[dict]:
+    """Rewrites the manifest for ``specs``; graphs built earlier but not in ``specs`` are kept."""
+    rows = load(path)
+    for spec in specs:
+        row = entry(spec, out, rows.get(spec.name))
+        if row is not None:
+            rows[spec.name] = row
+    ordered = sorted(rows.values(), key=lambda r: (r["split"], r["family"], r["name"]))
+    body = {"corpus_dir": os.path.relpath(out, path.parent), "machine": _machine(out, ordered), "graphs": ordered}
+    atomic_write_text(path, HEADER + yaml.safe_dump(body, sort_keys=False, width=100))
+    return ordered
+
+
+def _machine(out: Path, rows: list[dict]) -> str | None:
+    from gplace.profile import CostProfile
+    for row in rows:
+        p = out / row["profile"]
+        if p.exists():
+            return CostProfile.load(p).machine
+    return None
