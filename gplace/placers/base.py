@@ -1,0 +1,150 @@
+"""One interface for every placer, heuristic or learned (DESIGN.md, "Placers").
+
+    placer = get_placer("post", seed=0)
+    result = placer.place(problem, SimMeasurer(problem), budget=2400)
+
+A placer gets a PlacementProblem, a Measurer and a sample budget, and returns the best feasible
+placement it found with the history of its samples. Sampling placers evaluate placements only
+through a :class:`Tracker`, which counts every evaluated placement against the budget, keeps the
+best feasible one, and records the history; heuristics spend no samples (they may call the
+simulator directly to pick among a few candidates, and say so in ``PlaceResult.info``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, NamedTuple, Protocol
+
+import numpy as np
+
+from gplace.errors import ConfigError
+from gplace.problem import PlacementProblem
+
+
+class Measurement(NamedTuple):
+    """Step times of a batch of placements; infeasible (OOM, failed) ones are flagged."""
+
+    step_time_s: np.ndarray   # (batch,) float64
+    feasible: np.ndarray      # (batch,) bool
+    peak_bytes: np.ndarray    # (batch, devices) int64
+
+
+class Measurer(Protocol):
+    def measure(self, placements: np.ndarray) -> Measurement: ...
+
+
+class SimMeasurer:
+    """Measures placements with the fast simulator (the default; estimates, not hardware)."""
+
+    def __init__(self, problem: PlacementProblem):
+        from gplace.sim import FastSimulator
+        self.sim = FastSimulator(problem)
+
+    def measure(self, placements: np.ndarray) -> Measurement:
+        r = self.sim.run_batch(np.atleast_2d(placements))
+        return Measurement(r.step_time_s, ~r.oom, r.peak_bytes)
+
+
+class History(NamedTuple):
+    step_time_s: np.ndarray   # (samples,) float64, in evaluation order
+    feasible: np.ndarray      # (samples,) bool
+
+    def best_so_far(self) -> np.ndarray:
+        """(samples,) best feasible step time after each sample (inf before the first)."""
+        t = np.where(self.feasible, self.step_time_s, np.inf)
+        return np.minimum.accumulate(t) if t.size else t
+
+
+class PlaceResult(NamedTuple):
+    name: str
+    placement: np.ndarray     # (units,) int64 device per unit
+    step_time_s: float        # inf when nothing feasible was found
+    feasible: bool
+    samples: int              # evaluated placements charged to the budget
+    wall_s: float
+    history: History
+    info: dict
+
+
+class Tracker:
+    """Evaluates placements for a sampling placer: budget, best feasible, history."""
+
+    def __init__(self, problem: PlacementProblem, measurer: Measurer, budget: int):
+        if budget < 0:
+            raise ConfigError(f"budget = {budget} must be >= 0")
+        self.problem, self.measurer, self.budget = problem, measurer, budget
+        self.times: list[np.ndarray] = []
+        self.feasible: list[np.ndarray] = []
+        self.best_placement: np.ndarray | None = None
+        self.best_time = np.inf
+        self.start = time.perf_counter()
+
+    @property
+    def used(self) -> int:
+        return int(sum(t.size for t in self.times))
+
+    @property
+    def left(self) -> int:
+        return self.budget - self.used
+
+    def evaluate(self, placements: np.ndarray) -> Measurement:
+        """Measures up to ``left`` of the given (batch, units) placements (the rest are cut)."""
+        placements = np.atleast_2d(np.asarray(placements, np.int64))[: max(self.left, 0)]
+        if placements.shape[0] == 0:
+            empty = np.zeros(0)
+            return Measurement(empty, empty.astype(bool), np.zeros((0, self.problem.num_devices)))
+        m = self.measurer.measure(placements)
+        self.times.append(np.asarray(m.step_time_s, np.float64))
+        self.feasible.append(np.asarray(m.feasible, bool))
+        t = np.where(m.feasible, m.step_time_s, np.inf)
+        k = int(np.argmin(t))
+        if t[k] < self.best_time:
+            self.best_time, self.best_placement = float(t[k]), placements[k].copy()
+        return m
+
+    def history(self) -> History:
+        cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
+        return History(cat(self.times, np.float64), cat(self.feasible, bool))
+
+    def result(self, name: str, fallback: np.ndarray, **info) -> PlaceResult:
+        """The best feasible placement seen, else ``fallback`` (marked infeasible)."""
+        found = self.best_placement is not None
+        return PlaceResult(name, self.best_placement if found else np.asarray(fallback, np.int64),
+                           self.best_time, found, self.used, time.perf_counter() - self.start,
+                           self.history(), info)
+
+
+class Placer(Protocol):
+    name: str
+
+    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int) -> PlaceResult: ...
+
+
+REGISTRY: dict[str, Callable[..., Placer]] = {}
+
+
+def register(name: str):
+    """Class decorator: ``@register("post")`` makes the placer available by name."""
+    def wrap(factory):
+        REGISTRY[name] = factory
+        factory.name = name
+        return factory
+    return wrap
+
+
+def get_placer(name: str, **config) -> Placer:
+    """The placer called ``name``, built with ``config`` (e.g. ``seed=0``)."""
+    from gplace import placers  # noqa: F401  (importing the package registers every placer)
+    if name not in REGISTRY:
+        raise ConfigError(f"unknown placer {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
+    return REGISTRY[name](**config)
+
+
+def heuristic_result(name: str, measurer: Measurer, placement: np.ndarray,
+                     start: float, **info) -> PlaceResult:
+    """A PlaceResult for a heuristic: measured once for its step time, charged no samples."""
+    m = measurer.measure(np.asarray(placement, np.int64)[None, :])
+    ok = bool(m.feasible[0])
+    return PlaceResult(name, np.asarray(placement, np.int64),
+                       float(m.step_time_s[0]) if ok else np.inf, ok, 0,
+                       time.perf_counter() - start, History(np.zeros(0), np.zeros(0, bool)), info)
