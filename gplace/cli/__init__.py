@@ -13,6 +13,8 @@ import sys
 # Subcommand name -> module under gplace.cli; modules are imported only when used.
 _COMMANDS = {
     "inspect": "inspect_cmd",
+    "simulate": "simulate_cmd",
+    "clusters": "clusters_cmd",
 }
 
 

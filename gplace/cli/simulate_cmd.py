@@ -1,0 +1,149 @@
+"""``gplace simulate MODEL --cluster C (--placement FILE | --random N)``: one simulated step.
+
+Prints the step time, the lower bound, per-device busy time and peak memory against capacity,
+and the OOM flag; ``--trace`` writes a Chrome / Perfetto trace; ``--json`` prints one object.
+With ``--random N`` it simulates N seeded uniform placements in one batch and reports the best
+(traced and detailed), the median and the simulator's speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gplace.errors import ConfigError
+
+
+def add_parser(sub, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help="simulate one training step of a placement",
+                       description="Simulate one training step of a graph placed on a cluster.")
+    p.add_argument("model", help="graph: a gplace .npz, or anything `gplace inspect` reads")
+    p.add_argument("--cluster", required=True, metavar="C",
+                   help="preset name (see `gplace clusters`) or a cluster YAML file")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--placement", metavar="FILE",
+                     help='JSON {"op name": "device name or TF device"} or {"placement": {...}}')
+    how.add_argument("--random", type=int, metavar="N", help="N seeded random placements")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    p.add_argument("--max-units", type=int, metavar="U",
+                   help="coarsen the colocation groups to at most U units (problem.py rule)")
+    p.add_argument("--cost-model", metavar="FILE", help="a saved CostModel (.json.gz)")
+    p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace JSON here")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return p
+
+
+def load_model(path: str):
+    """An OpGraph from a gplace .npz or via the importer (``gplace.load_graph``)."""
+    from gplace.graph import OpGraph
+    if str(path).endswith(".npz"):
+        return OpGraph.load(path)
+    import gplace
+    return gplace.load_graph(path)
+
+
+def read_placement_file(path: str) -> dict[str, str]:
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{path}: cannot read placement JSON ({e})") from None
+    if isinstance(record, dict) and isinstance(record.get("placement"), dict):
+        record = record["placement"]
+    if not isinstance(record, dict) or not all(isinstance(v, str) for v in record.values()):
+        raise ConfigError(f"{path}: expected {{\"op name\": \"device\"}} or "
+                          f"{{\"placement\": {{...}}}}")
+    return record
+
+
+def run(args) -> int:
+    from gplace.cluster import load_cluster
+    from gplace.cost import CostModel
+    from gplace.problem import CoarsenConfig, PlacementProblem
+    from gplace.sim import FastSimulator, lower_bound
+    from gplace.sim.trace import write_trace
+
+    if args.random is not None and args.random < 1:
+        raise ConfigError(f"--random {args.random}: must be >= 1")
+    cluster = load_cluster(args.cluster)
+    graph = load_model(args.model)
+    model = CostModel.load(args.cost_model) if args.cost_model else CostModel()
+    problem = PlacementProblem.build(graph, cluster, model, CoarsenConfig(args.max_units))
+    sim = FastSimulator(problem)
+    report: dict[str, Any] = {}
+    if args.placement:
+        placement = problem.from_names(read_placement_file(args.placement))
+    else:
+        placements = problem.random_placements(args.random, args.seed)
+        sim.run_batch(placements[:1])  # compile / load the numba cache outside the timing
+        t0 = time.perf_counter()
+        batch = sim.run_batch(placements)
+        seconds = time.perf_counter() - t0
+        best = int(np.argmin(np.where(batch.oom, np.inf, batch.step_time_s)))
+        if batch.oom.all():
+            best = int(np.argmin(batch.step_time_s))
+        placement = placements[best]
+        events = args.random * (graph.num_ops + float(batch.num_transfers.mean()))
+        report["random"] = {
+            "n": args.random, "seed": args.seed, "best_index": best,
+            "best_step_time_s": float(batch.step_time_s[best]),
+            "median_step_time_s": float(np.median(batch.step_time_s)),
+            "oom_count": int(batch.oom.sum()), "seconds": seconds}
+        report["sim_events_per_s"] = events / seconds if seconds > 0 else None
+        report["sim_ops_per_s"] = args.random * graph.num_ops / seconds if seconds > 0 else None
+    result = sim.run(placement)
+    if args.trace:
+        write_trace(args.trace, problem, result)
+    bound = lower_bound(problem)
+    report = {**_summary(problem, result, bound), **report}
+    print(json.dumps(report) if args.json else render(report))
+    return 0
+
+
+def _summary(problem, result, bound) -> dict[str, Any]:
+    costs = problem.costs
+    devices = {}
+    for d, dev in enumerate(problem.cluster.devices):
+        devices[dev.name] = {
+            "kind": dev.kind, "busy_s": float(result.busy_s[d]),
+            "peak_bytes": int(result.peak_bytes[d]), "capacity_bytes": int(dev.memory_bytes),
+            "ops": int((result.op_device == d).sum()), "estimated": bool(costs.estimated[d])}
+    return {
+        "model": problem.graph.meta.get("name", ""), "cluster": problem.cluster.name,
+        "ops": problem.graph.num_ops, "units": problem.num_units,
+        "step_time_s": result.step_time_s, "lower_bound_s": bound.bound_s,
+        "critical_path_s": bound.critical_path_s, "work_bound_s": bound.work_s,
+        "oom": result.oom, "transfers": int(result.transfers.output.shape[0]),
+        "transfer_bytes": int(result.transfers.nbytes.sum()), "devices": devices,
+        "estimated_devices": [n for n, v in devices.items() if v["estimated"]],
+        "cost_notes": list(costs.notes)}
+
+
+def _ms(s: float) -> str:
+    return f"{s * 1e3:.3f} ms"
+
+
+def render(r: dict[str, Any]) -> str:
+    lines = [f"{r['model']} on {r['cluster']}: {r['ops']} ops in {r['units']} units",
+             f"step time   {_ms(r['step_time_s'])}" + ("   OOM" if r["oom"] else ""),
+             f"lower bound {_ms(r['lower_bound_s'])} (critical path {_ms(r['critical_path_s'])},"
+             f" work / lanes {_ms(r['work_bound_s'])})",
+             f"transfers   {r['transfers']} ({r['transfer_bytes'] / 1e6:.1f} MB)",
+             f"{'device':<10} {'kind':<8} {'ops':>6} {'busy':>12} {'peak MB':>10} {'capacity MB':>12}"]
+    for name, d in r["devices"].items():
+        flag = " OOM" if d["peak_bytes"] > d["capacity_bytes"] else ""
+        lines.append(f"{name:<10} {d['kind']:<8} {d['ops']:>6} {_ms(d['busy_s']):>12} "
+                     f"{d['peak_bytes'] / 1e6:>10.1f} {d['capacity_bytes'] / 1e6:>12.1f}{flag}")
+    if "random" in r:
+        x = r["random"]
+        lines.append(f"random: {x['n']} placements (seed {x['seed']}): best "
+                     f"{_ms(x['best_step_time_s'])}, median {_ms(x['median_step_time_s'])}, "
+                     f"{x['oom_count']} OOM; simulator {r['sim_events_per_s'] / 1e6:.2f} M events/s")
+    lines.append("costs: " + "; ".join(r["cost_notes"]))
+    if r["estimated_devices"]:
+        lines.append("estimated (roofline, not measured): " + ", ".join(r["estimated_devices"]))
+    return "\n".join(lines)
