@@ -1,0 +1,70 @@
+"""Every sampling placer: budget, colocation, memory, determinism; and that it learns."""
+
+import numpy as np
+import pytest
+
+from gplace.cluster import cluster_from_dict
+from gplace.graph import OpGraph
+from gplace.placers import REGISTRY, SimMeasurer, get_placer
+from gplace.problem import PlacementProblem
+from gplace.errors import ConfigError
+
+SAMPLING = ["post", "post-sum", "ce", "ppo", "pg", "random", "hill", "anneal", "genetic"]
+
+
+def cluster(memory=16e9):
+    gpu = {"kind": "gpu", "peak_flops": 1e12, "mem_bandwidth": 1e11, "memory_bytes": memory,
+           "launch_overhead_s": 1e-5}
+    return cluster_from_dict({
+        "name": "two-gpu",
+        "devices": [dict(gpu, name="gpu0", tf_device="/device:GPU:0"),
+                    dict(gpu, name="gpu1", tf_device="/device:GPU:1")],
+        "default_link": {"bandwidth": 1e10, "latency_s": 1e-5}}, "test")
+
+
+def two_chains(memory=16e9, params=0):
+    """Two independent chains of 6 heavy ops each, in colocation pairs: one chain per GPU halves
+    the single-device step time."""
+    edges = [(i, i + 1) for i in range(5)] + [(i, i + 1) for i in range(6, 11)]
+    g = OpGraph.from_lists([1e9] * 12, [1000] * 12, edges, group=[i // 2 for i in range(12)],
+                           param_bytes=[params] * 12)
+    return PlacementProblem.build(g, cluster(memory))
+
+
+def test_every_name_of_the_issue_is_registered():
+    for name in SAMPLING:
+        assert name in REGISTRY
+
+
+def test_unknown_name_lists_the_choices():
+    with pytest.raises(ConfigError, match="unknown placer 'postt'; choose one of .*post"):
+        get_placer("postt")
+
+
+@pytest.mark.parametrize("name", SAMPLING)
+def test_budget_colocation_and_determinism(name):
+    p = two_chains()
+    a = get_placer(name, seed=3).place(p, SimMeasurer(p), budget=60)
+    b = get_placer(name, seed=3).place(p, SimMeasurer(p), budget=60)
+    assert a.samples == 60 == len(a.history.step_time_s)
+    assert np.array_equal(a.placement, b.placement) and a.step_time_s == b.step_time_s
+    assert a.placement.shape == (p.num_units,)       # one device per colocation group
+    assert a.feasible and a.step_time_s == a.history.best_so_far()[-1]
+
+
+@pytest.mark.parametrize("name", ["post", "ce", "hill", "genetic"])
+def test_finds_the_parallel_placement(name):
+    p = two_chains()
+    single = SimMeasurer(p).measure(p.single_device(0)[None]).step_time_s[0]
+    r = get_placer(name, seed=0).place(p, SimMeasurer(p), budget=200)
+    assert r.step_time_s < 0.6 * single
+
+
+@pytest.mark.parametrize("name", ["post", "random", "genetic"])
+def test_never_returns_an_infeasible_placement_when_a_feasible_one_was_seen(name):
+    # Parameters of 12 x 1 GB on 8 GB devices: only a split over both GPUs fits.
+    p = two_chains(memory=8e9, params=10**9)
+    r = get_placer(name, seed=0).place(p, SimMeasurer(p), budget=100)
+    assert r.feasible
+    peak = SimMeasurer(p).measure(r.placement[None]).peak_bytes[0]
+    assert (peak <= 8e9).all()
