@@ -1,0 +1,127 @@
+"""The scheduling view the placement heuristics share (:mod:`gplace.placers.heuristics`).
+
+Heuristics schedule *ops* (the op graph is acyclic; the graph of units is not: a variable's
+colocation group holds both its read at the start of the step and its update at the end) and fix
+a unit's device when the first of its ops is placed, so colocation holds by construction.
+
+Edges are aggregated per (producer, consumer) pair: the bytes of all data edges between them, and
+a control edge costs latency only. Communication time from device a to device b is
+``latency[a, b] + bytes / bandwidth[a, b]`` (0 on one device); link contention is ignored, as in
+HEFT and Baechi's cost model.
+
+Memory (Baechi's m-* heuristics): a unit needs the parameter bytes of its ops plus every output
+of its ops, all the time. That is conservative (the simulator frees a tensor after its last
+consumer), so a placement these estimates call feasible is feasible in the simulator too, up to
+kernel scratch memory, which the estimate leaves out.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from gplace.problem import PlacementProblem
+
+
+class OpView(NamedTuple):
+    order: np.ndarray       # (ops,) int64 topological order (loop back-edges dropped)
+    position: np.ndarray    # (ops,) int64 index of each op in ``order``
+    pred_ptr: np.ndarray    # (ops+1,) int64 CSR over aggregated in-edges
+    pred_op: np.ndarray     # (pairs,) int64 producer
+    pred_bytes: np.ndarray  # (pairs,) float64 bytes (0 for control-only)
+    succ_ptr: np.ndarray    # (ops+1,) int64 CSR over aggregated out-edges
+    succ_op: np.ndarray     # (pairs,) int64 consumer
+    succ_bytes: np.ndarray  # (pairs,) float64
+    latency: np.ndarray     # (D, D) float64 seconds, 0 on the diagonal
+    inv_bw: np.ndarray      # (D, D) float64 seconds per byte, 0 on the diagonal
+    best: np.ndarray        # (ops,) float64 best-device time
+    unit_need: np.ndarray   # (units,) float64 bytes, the static estimate of the module docstring
+    capacity: np.ndarray    # (D,) float64 bytes
+
+
+def build_view(problem: PlacementProblem) -> OpView:
+    """The arrays above, built once per problem with numpy (no per-op Python objects)."""
+    g, n = problem.graph, problem.graph.num_ops
+    keep_d, keep_c = ~g.edge_back, ~g.ctrl_back
+    src = np.concatenate([g.edge_src[keep_d], g.ctrl_src[keep_c]]).astype(np.int64)
+    dst = np.concatenate([g.edge_dst[keep_d], g.ctrl_dst[keep_c]]).astype(np.int64)
+    nbytes = np.concatenate([g.edge_bytes[keep_d], np.zeros(int(keep_c.sum()))]).astype(float)
+    pairs, inverse = np.unique(src * max(n, 1) + dst, return_inverse=True)
+    pair_bytes = np.bincount(inverse, weights=nbytes, minlength=pairs.size)
+    p_src, p_dst = pairs // max(n, 1), pairs % max(n, 1)
+    order = g.topo_order()
+    position = np.empty(n, np.int64)
+    position[order] = np.arange(n)
+    links = problem.cluster.link_table()
+    inv_bw = 1.0 / links.bandwidth   # inf on the diagonal -> 0
+    need = problem.graph.param_bytes.astype(float) + problem.costs.output_bytes.astype(float)
+    return OpView(
+        order=order, position=position,
+        **_csr("pred", p_dst, p_src, pair_bytes, n), **_csr("succ", p_src, p_dst, pair_bytes, n),
+        latency=np.asarray(links.latency_s, float), inv_bw=inv_bw,
+        best=problem.costs.time_s.min(axis=1) if n else np.zeros(0),
+        unit_need=np.bincount(problem.unit_of_op, weights=need, minlength=problem.num_units),
+        capacity=np.array([d.memory_bytes for d in problem.cluster.devices], float))
+
+
+def _csr(prefix: str, keys: np.ndarray, values: np.ndarray, nbytes: np.ndarray, n: int) -> dict:
+    order = np.argsort(keys, kind="stable")
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=n))]).astype(np.int64)
+    return {f"{prefix}_ptr": ptr, f"{prefix}_op": values[order].astype(np.int64),
+            f"{prefix}_bytes": nbytes[order]}
+
+
+def data_ready(view: OpView, op: int, finish: np.ndarray, op_dev: np.ndarray) -> np.ndarray:
+    """(D,) the time every input of ``op`` can be on each device (its producers are placed)."""
+    lo, hi = view.pred_ptr[op], view.pred_ptr[op + 1]
+    if lo == hi:
+        return np.zeros(view.latency.shape[0])
+    p = view.pred_op[lo:hi]
+    a = op_dev[p]
+    arrive = finish[p][:, None] + view.latency[a] + view.pred_bytes[lo:hi, None] * view.inv_bw[a]
+    return arrive.max(axis=0)
+
+
+def compute_devices(problem: PlacementProblem) -> np.ndarray:
+    """Indices of the accelerators (devices whose TF device string is not a CPU); all devices
+    when there are none. Hand placements and Baechi's experiments keep the host CPU for ops
+    that fit nowhere else."""
+    cpu = np.array(["CPU" in d.tf_device.upper() or d.kind.lower() == "cpu"
+                    for d in problem.cluster.devices])
+    return np.flatnonzero(~cpu) if (~cpu).any() else np.arange(problem.num_devices)
+
+
+def speed_shares(problem: PlacementProblem, devices: np.ndarray) -> np.ndarray:
+    """(len(devices),) fractions of the work each device should get, proportional to its speed
+    (1 / its total time for the whole graph, times its lanes' parallelism)."""
+    lanes = np.array([problem.cluster.devices[d].lanes for d in devices], float)
+    total = problem.costs.time_s[:, devices].sum(axis=0) / lanes
+    speed = 1.0 / np.maximum(total, 1e-30)
+    return speed / speed.sum()
+
+
+def cut_by_weight(weights: np.ndarray, shares: np.ndarray) -> np.ndarray:
+    """(items,) chunk index of each item of a sequence cut into ``len(shares)`` contiguous
+    chunks whose summed weights follow ``shares``; an item goes where its weight's midpoint lies."""
+    total = float(weights.sum())
+    if total <= 0:
+        return np.zeros(weights.size, np.int64)
+    mid = np.cumsum(weights) - weights / 2
+    cuts = np.cumsum(shares)[:-1] * total
+    return np.searchsorted(cuts, mid, side="right").astype(np.int64)
+
+
+def units_by_majority(problem: PlacementProblem, op_dev: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(units,) the device holding the largest share of each unit's ``weight`` (op count breaks
+    ties among zero-weight ops, then the lower device index)."""
+    votes = np.zeros((problem.num_units, problem.num_devices))
+    tiny = 1e-9 * (float(weight.max()) if weight.size else 0.0) + 1e-30
+    np.add.at(votes, (problem.unit_of_op, op_dev), weight + tiny)
+    return votes.argmax(axis=1).astype(np.int64)
+
+
+def most_free(used: np.ndarray, capacity: np.ndarray, devices: np.ndarray) -> int:
+    """The device of ``devices`` with the most free memory (the fallback when nothing fits)."""
+    free = capacity[devices] - used[devices]
+    return int(devices[int(np.argmax(free))])
