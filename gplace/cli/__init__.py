@@ -15,6 +15,7 @@ _COMMANDS = {
     "inspect": "inspect_cmd",
     "simulate": "simulate_cmd",
     "clusters": "clusters_cmd",
+    "bench": "bench_cmd",
 }
 
 
