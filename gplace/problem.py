@@ -98,7 +98,7 @@ class PlacementProblem:
             placement[u], owner[u] = d, name
         if (placement < 0).any():
             u = int(np.flatnonzero(placement < 0)[0])
-            op = self.graph.names[self.unit_of_op == u][0]
+            op = str(self.graph.names[self.unit_of_op == u][0])
             raise ConfigError(f"placement gives no device for op {op!r} (unit {u}); list every "
                               f"op or one op of every colocation group")
         return placement

@@ -1,0 +1,109 @@
+"""`gplace simulate` and `gplace clusters` in a subprocess, as a user runs them (CleanRL style)."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from gplace.cluster import preset_names
+from gplace.sim.random_graphs import RandomDagConfig, random_dag
+
+
+def gplace(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gplace", *map(str, args)], capture_output=True,
+                          text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("sim") / "g.npz"
+    random_dag(RandomDagConfig(ops=60), 3).save(path)
+    return path
+
+
+def test_simulate_random_on_every_preset(model, tmp_path):
+    """One subprocess runs the CLI entry point once per preset (each run ~1 s; a process each
+    would spend most of the test starting Python)."""
+    script = ("import sys; from gplace.cli import main\n"
+              "for c in sys.argv[2:]:\n"
+              "    rc = main(['simulate', sys.argv[1], '--cluster', c, '--random', '8', '--seed',"
+              " '1', '--json', '--trace', c + '.json'])\n"
+              "    assert rc == 0\n")
+    presets = preset_names()
+    out = subprocess.run([sys.executable, "-c", script, str(model), *presets], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    reports = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["cluster"] for r in reports] == presets
+    for r, cluster in zip(reports, presets):
+        assert 0 < r["lower_bound_s"] <= r["step_time_s"]
+        assert r["random"]["best_step_time_s"] == r["step_time_s"] <= r["random"]["median_step_time_s"]
+        assert r["sim_events_per_s"] > 0 and isinstance(r["oom"], bool)
+        for dev in r["devices"].values():
+            assert {"busy_s", "peak_bytes", "capacity_bytes"} <= set(dev)
+        assert r["estimated_devices"]  # no profile given: every device is a roofline estimate
+        events = json.loads((tmp_path / f"{cluster}.json").read_text())["traceEvents"]
+        assert sum(e["ph"] == "X" and e["pid"] == 1 for e in events) == 60
+
+
+def test_simulate_is_reproducible_and_reads_placement_files(model, tmp_path):
+    a = json.loads(gplace("simulate", model, "--cluster", "post-2gpu", "--random", 5, "--seed", 7,
+                          "--json").stdout)
+    b = json.loads(gplace("simulate", model, "--cluster", "post-2gpu", "--random", 5, "--seed", 7,
+                          "--json").stdout)
+    assert a["step_time_s"] == b["step_time_s"] and a["random"] == {**b["random"], "seconds": a["random"]["seconds"]}
+    from gplace.graph import OpGraph
+    names = OpGraph.load(model).names.tolist()
+    placement = tmp_path / "p.json"
+    placement.write_text(json.dumps({"placement": {n: "gpu0" for n in names}}))
+    out = gplace("simulate", model, "--cluster", "post-2gpu", "--placement", placement, "--json")
+    r = json.loads(out.stdout)
+    assert r["transfers"] == 0 and r["devices"]["gpu0"]["ops"] == 60
+    tf_names = {n: "/job:localhost/replica:0/task:0/device:GPU:1" for n in names}
+    placement.write_text(json.dumps(tf_names))
+    r = json.loads(gplace("simulate", model, "--cluster", "post-2gpu", "--placement", placement,
+                          "--json").stdout)
+    assert r["devices"]["gpu1"]["ops"] == 60
+    text = gplace("simulate", model, "--cluster", "post-2gpu", "--placement", placement)
+    assert "step time" in text.stdout and "lower bound" in text.stdout
+
+
+def _one_line_error(out, *needles):
+    assert out.returncode == 2
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
+    for needle in needles:
+        assert needle in lines[0]
+
+
+def test_unknown_cluster_lists_alternatives(model):
+    _one_line_error(gplace("simulate", model, "--cluster", "nope", "--random", 2),
+                    "'nope'", "post-4gpu", "nvlink-8gpu", "local")
+
+
+def test_placement_that_splits_a_colocation_group(tmp_path):
+    from gplace.graph import OpGraph
+    g = OpGraph.from_lists([1e6] * 3, [4] * 3, [(0, 1), (1, 2)], group=[0, 0, 1])
+    g.save(tmp_path / "g.npz")
+    (tmp_path / "p.json").write_text(json.dumps({"op0": "gpu0", "op1": "gpu1", "op2": "cpu"}))
+    _one_line_error(gplace("simulate", tmp_path / "g.npz", "--cluster", "post-2gpu",
+                           "--placement", tmp_path / "p.json"), "colocation group 0")
+
+
+def test_bad_cluster_yaml_names_file_and_field(model, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\ndevices:\n  - {name: a, tf_device: /device:CPU:0, kind: cpu,"
+                   " peak_flops: fast, mem_bandwidth: 1e9, memory_bytes: 1e9}\n"
+                   "default_link: {bandwidth: 1e9, latency_s: 0}\n")
+    _one_line_error(gplace("simulate", model, "--cluster", bad, "--random", 1),
+                    "bad.yaml", "peak_flops")
+
+
+def test_clusters_lists_presets():
+    out = gplace("clusters", "--json")
+    assert out.returncode == 0, out.stderr
+    names = {c["name"] for c in json.loads(out.stdout)}
+    assert {"post-2gpu", "post-4gpu", "hdp-8gpu", "nvlink-8gpu", "hetero", "local"} <= names
+    text = gplace("clusters", "post-4gpu")
+    assert "4x k80" in text.stdout

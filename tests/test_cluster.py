@@ -1,0 +1,63 @@
+import numpy as np
+import pytest
+
+from gplace.cluster import load_cluster, preset_names
+from gplace.errors import ConfigError
+
+
+def test_presets_load_with_datasheet_figures():
+    assert {"post-2gpu", "post-4gpu", "hdp-8gpu", "nvlink-8gpu", "hetero", "local"} <= set(preset_names())
+    post = load_cluster("post-4gpu")
+    assert [d.kind for d in post.devices] == ["xeon-e5"] + ["k80"] * 4
+    assert post.devices[1].peak_flops == 8.73e12 / 2 and post.devices[1].mem_bandwidth == 240e9
+    k40 = load_cluster("hdp-8gpu").devices[1]
+    assert (k40.peak_flops, k40.mem_bandwidth, k40.memory_bytes) == (4.29e12, 288e9, 12 * 10**9)
+
+
+def test_link_table_pairs_buses_and_default():
+    h = load_cluster("hetero")
+    t = h.link_table()
+    v0, v1, k0, k1, cpu = (h.device_index(n) for n in ("v100-0", "v100-1", "k80-0", "k80-1", "cpu"))
+    assert t.bandwidth[v0, v1] == 45e9 and t.channel[v0, v1] != t.channel[v1, v0]  # duplex pair
+    assert t.channel[k0, k1] == t.channel[k1, k0]  # one shared bus
+    assert t.bandwidth[cpu, v0] == 12e9 and t.channel[cpu, v0] >= 0
+    assert (np.diag(t.channel) == -1).all() and t.num_channels == len(t.channel_names)
+
+
+def test_device_index_accepts_names_and_tf_strings():
+    c = load_cluster("post-2gpu")
+    assert c.device_index("gpu1") == 2
+    assert c.device_index("/job:localhost/replica:0/task:0/device:GPU:1") == 2
+    assert c.device_index("/device:GPU:0") == 1
+    with pytest.raises(ConfigError, match="gpu0, gpu1"):
+        c.device_index("tpu")
+
+
+def test_local_cluster_is_this_machines_cpu():
+    local = load_cluster("local")
+    assert local.devices[0].kind == "cpu" and local.devices[0].lanes >= 1
+
+
+@pytest.mark.parametrize("text,field", [
+    ("name: x\ndevices: []\ndefault_link: {bandwidth: 1, latency_s: 0}", "devices"),
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: 1, mem_bandwidth: 1}\n"
+     "default_link: {bandwidth: 1, latency_s: 0}", "memory_bytes"),
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: 1, mem_bandwidth: 1,"
+     " memory_bytes: 1, colour: red}\ndefault_link: {bandwidth: 1, latency_s: 0}", "colour"),
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: 1, mem_bandwidth: 1,"
+     " memory_bytes: 1}\nlinks: [{devices: [a, b], bandwidth: 1, latency_s: 0}]\n"
+     "default_link: {bandwidth: 1, latency_s: 0}", "'b'"),
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: -1, mem_bandwidth: 1,"
+     " memory_bytes: 1}\ndefault_link: {bandwidth: 1, latency_s: 0}", "peak_flops"),
+])
+def test_bad_yaml_names_file_and_field(tmp_path, text, field):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as e:
+        load_cluster(path)
+    assert "c.yaml" in str(e.value) and field in str(e.value)
+
+
+def test_unknown_preset_lists_the_valid_ones():
+    with pytest.raises(ConfigError, match="hdp-8gpu.*post-2gpu"):
+        load_cluster("post-3gpu")

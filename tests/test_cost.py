@@ -1,0 +1,65 @@
+import math
+
+import numpy as np
+
+from gplace.cluster import load_cluster
+from gplace.cost import CostModel, CostModelConfig, bytes_touched, fit_efficiency, roofline_s
+from gplace.graph import OpGraph
+from gplace.profile import CostProfile
+
+
+def graph():
+    return OpGraph.from_lists([2e9, 0.0, 4e9] * 10, [4_000_000, 8_000_000, 0] * 10,
+                              [(i, i + 1) for i in range(29)], name="g")
+
+
+def profile(g, kind, times, names=None):
+    names = g.names if names is None else names
+    n = len(names)
+    return CostProfile(graph="g", device_kind=kind, machine="test", op_names=np.asarray(names),
+                       op_time_s=np.asarray(times, float), op_output_bytes=np.zeros(n, np.int64),
+                       op_temp_bytes=np.full(n, 64, np.int64), step_time_s=1.0)
+
+
+def test_roofline_by_hand():
+    g = graph()
+    k80 = load_cluster("post-2gpu").devices[1]
+    t = roofline_s(g, k80, 0.5)
+    # op0: 2e9 FLOP at 4.365e12 * 0.5 vs (0 in + 4e6 out) B at 240e9 * 0.5: compute-bound
+    assert t[0] == k80.launch_overhead_s + 2e9 / (4.365e12 * 0.5)
+    # op1: no FLOPs, 4e6 in + 8e6 out bytes: memory-bound
+    assert bytes_touched(g)[1] == 12e6
+    assert t[1] == k80.launch_overhead_s + 12e6 / (240e9 * 0.5)
+    cpu = load_cluster("post-2gpu").devices[0]  # 4 lanes share the CPU's peak
+    assert roofline_s(g, cpu, 1.0)[0] == cpu.launch_overhead_s + 2e9 / (cpu.peak_flops / 4)
+
+
+def test_measured_where_profiled_roofline_elsewhere_and_says_so():
+    g, cl = graph(), load_cluster("post-2gpu")
+    measured = np.full(20, 1e-3)
+    model = CostModel(profiles=[profile(g, "k80", measured, g.names[:20])])
+    costs = model.costs(g, cl)
+    assert costs.time_s.shape == (30, 3)
+    assert (costs.time_s[:20, 1] == 1e-3).all() and (costs.time_s[20:, 1] != 1e-3).all()
+    assert costs.measured[:20, 1].all() and not costs.measured[20:, 1].any()
+    assert costs.estimated.tolist() == [True, True, True]
+    assert "measured 20/30 ops" in costs.notes[1] and "roofline" in costs.notes[0]
+    assert costs.temp_bytes[0, 1] == 64 and costs.temp_bytes[0, 0] == 0
+    full = CostModel(profiles=[profile(g, "k80", np.full(30, 1e-3))]).costs(g, cl)
+    assert full.estimated.tolist() == [True, False, False]
+
+
+def test_fit_recovers_a_known_efficiency_and_round_trips(tmp_path):
+    g, cl = graph(), load_cluster("local")
+    cpu = cl.devices[0]
+    truth = roofline_s(g, cpu, 0.2)  # a CPU that reaches 20% of its roofline
+    model = CostModel(CostModelConfig(min_fit_ops=5))
+    fitted = model.fit([(g, profile(g, "cpu", truth))], cl)
+    eff, used = fit_efficiency(g, profile(g, "cpu", truth), cpu)
+    assert used == 30 and math.isclose(eff, 0.2, rel_tol=1e-9)
+    assert math.isclose(fitted["cpu"], 0.2, rel_tol=1e-9)
+    assert model.efficiency("k80") == (0.5, "default")
+    model.save(tmp_path / "cm.json.gz")
+    loaded = CostModel.load(tmp_path / "cm.json.gz")
+    np.testing.assert_array_equal(loaded.costs(g, cl).time_s, model.costs(g, cl).time_s)
+    assert loaded.fitted == model.fitted
