@@ -1,0 +1,148 @@
+"""The classic heuristics (issue 6) on graphs whose best placement is known by hand.
+
+Costs come from the default CostModel (roofline at efficiency 0.5, DESIGN.md "CostModel"): with
+peak 1e12 FLOP/s, 1e12 FLOPs take 2 s; memory bandwidth is 1e18 B/s and launch overhead 0, so
+the bytes term is negligible (below 1e-7 s) and step times match the hand figures to 1e-6.
+"""
+
+import numpy as np
+import pytest
+
+from gplace.cluster import cluster_from_dict
+from gplace.graph import OpGraph
+from gplace.placers import SimMeasurer, get_placer
+from gplace.placers.heuristics import HEURISTICS
+from gplace.placers.heuristics_static import forward_anchor
+from gplace.problem import PlacementProblem
+from gplace.sim.random_graphs import RandomDagConfig, random_dag
+
+TERA = 10**12
+SCHEDULERS = ("heft", "m-etf", "m-sct")
+MEMORY_AWARE = ("m-topo", "m-etf", "m-sct")
+
+
+def cluster(memory=(10**13, 10**13), bandwidth=1e9, cpu_memory=None):
+    """GPUs of 1e12 FLOP/s with the given memories (and a 4x slower host CPU if asked)."""
+    devices = [{"name": f"gpu{i}", "tf_device": f"/device:GPU:{i}", "kind": "gpu",
+                "peak_flops": 1e12, "mem_bandwidth": 1e18, "memory_bytes": m,
+                "launch_overhead_s": 0.0} for i, m in enumerate(memory)]
+    if cpu_memory:
+        devices.insert(0, {"name": "cpu", "tf_device": "/device:CPU:0", "kind": "cpu",
+                           "peak_flops": 0.25e12, "mem_bandwidth": 1e18,
+                           "memory_bytes": cpu_memory, "launch_overhead_s": 0.0, "lanes": 1})
+    return cluster_from_dict({"name": "test", "devices": devices,
+                              "default_link": {"bandwidth": bandwidth, "latency_s": 0.0}}, "test")
+
+
+def place(name, problem):
+    return get_placer(name, seed=0).place(problem, SimMeasurer(problem), 0)
+
+
+def two_chains():
+    """a0->a1->a2 and b0->b1->b2, 2 s per op, 1e9 B tensors (1 s on the 1e9 B/s link)."""
+    g = OpGraph.from_lists([TERA] * 6, [10**9] * 6, [(0, 1), (1, 2), (3, 4), (4, 5)])
+    return PlacementProblem.build(g, cluster())
+
+
+@pytest.mark.parametrize("name", [h for h in HEURISTICS if h != "single"])
+def test_two_independent_chains_go_one_per_gpu(name):
+    r = place(name, two_chains())
+    assert r.feasible
+    assert r.step_time_s == pytest.approx(6.0, rel=1e-6)   # 3 ops x 2 s on each GPU
+    assert r.placement[:3].tolist() == [r.placement[0]] * 3
+    assert r.placement[3:].tolist() == [1 - r.placement[0]] * 3
+
+
+def test_single_puts_both_chains_on_one_gpu():
+    r = place("single", two_chains())
+    assert r.step_time_s == pytest.approx(12.0, rel=1e-6)
+    assert len(set(r.placement.tolist())) == 1
+
+
+def fork_join_with_huge_tensors():
+    """c0 -> {c1, c2} -> c3, 2 s per op, 1e10 B tensors (10 s per transfer). Spreading c1 and
+    c2 would save 2 s if transfers were free; with them, one device (8 s) is optimal."""
+    g = OpGraph.from_lists([TERA] * 4, [10**10] * 4, [(0, 1), (0, 2), (1, 3), (2, 3)])
+    return PlacementProblem.build(g, cluster())
+
+
+@pytest.mark.parametrize("name", SCHEDULERS + ("single",))
+def test_huge_tensors_keep_the_graph_on_one_device(name):
+    r = place(name, fork_join_with_huge_tensors())
+    assert len(set(r.placement.tolist())) == 1
+    assert r.step_time_s == pytest.approx(8.0, rel=1e-6)
+
+
+def parameters_over_one_gpu():
+    """A chain of four ops with 4e9 parameter bytes each (16e9) on GPUs of 9e9 and 10e9 bytes;
+    ops 0 and 1 are one colocation group. No single GPU holds the model; two do."""
+    g = OpGraph.from_lists([TERA] * 4, [10**6] * 4, [(0, 1), (1, 2), (2, 3)],
+                           param_bytes=[4 * 10**9] * 4, group=[0, 0, 1, 2])
+    return PlacementProblem.build(g, cluster(memory=(9 * 10**9, 10 * 10**9)))
+
+
+@pytest.mark.parametrize("name", MEMORY_AWARE)
+def test_memory_aware_heuristics_split_a_model_one_gpu_cannot_hold(name):
+    problem = parameters_over_one_gpu()
+    r = place(name, problem)
+    assert r.feasible, r.info
+    assert set(r.placement.tolist()) == {0, 1}
+    peak = SimMeasurer(problem).measure(r.placement[None]).peak_bytes[0]
+    assert (peak <= [9 * 10**9, 10 * 10**9]).all()
+
+
+def test_single_is_infeasible_and_picks_the_smallest_shortfall():
+    r = place("single", parameters_over_one_gpu())
+    assert not r.feasible and r.step_time_s == np.inf
+    assert r.placement.tolist() == [1, 1, 1]   # the 10e9-byte GPU falls short the least
+
+
+def test_host_cpu_only_takes_what_fits_nowhere_else():
+    # four 1e12-FLOP ops in a chain; the CPU is 4x slower and has room for everything
+    g = OpGraph.from_lists([TERA] * 4, [10**6] * 4, [(0, 1), (1, 2), (2, 3)],
+                           param_bytes=[10**9, 10**9, 10**9, 20 * 10**9])
+    problem = PlacementProblem.build(g, cluster(memory=(10**10, 10**10), cpu_memory=10**12))
+    for name in ("expert", "m-topo", "m-etf", "m-sct"):
+        r = place(name, problem)
+        assert r.feasible, name
+        assert r.placement[3] == 0, name            # 20e9 B of parameters fit only the CPU
+        assert (r.placement[:3] > 0).all(), name    # the rest stays on the GPUs
+
+
+def test_expert_keeps_gradients_with_their_forward_ops():
+    names = ["x", "dense/MatMul", "dense/Relu", "loss",
+             "gradients/loss_grad/Fill", "gradients/dense/Relu_grad/ReluGrad",
+             "gradients/dense/MatMul_grad/MatMul_1", "gradients/AddN"]
+    edges = [(0, 1), (1, 2), (2, 3), (3, 4), (4, 5), (2, 5), (5, 6), (0, 6), (6, 7)]
+    anchor = forward_anchor(names)
+    assert anchor.tolist() == [0, 1, 2, 3, 3, 2, 1, -1]
+    g = OpGraph.from_lists([TERA] * 8, [10**6] * 8, edges, names=names)
+    r = place("expert", PlacementProblem.build(g, cluster(memory=(10**13,) * 3)))
+    p = r.placement
+    assert p[5] == p[2] and p[6] == p[1] and p[4] == p[3]
+    assert len(set(p.tolist())) > 1                      # the layers are spread over GPUs
+
+
+def random_problem():
+    g = random_dag(RandomDagConfig(ops=300, group_fraction=0.3), seed=3)
+    return PlacementProblem.build(g, cluster(memory=(10**10,) * 3, cpu_memory=10**11))
+
+
+@pytest.mark.parametrize("name", HEURISTICS)
+def test_every_heuristic_is_deterministic_free_and_keeps_units_whole(name):
+    problem = random_problem()
+    assert problem.num_units < problem.graph.num_ops          # multi-op colocation groups
+    first, second = place(name, problem), place(name, problem)
+    assert first.samples == 0 and first.history.step_time_s.size == 0
+    assert first.placement.shape == (problem.num_units,)
+    assert first.placement.min() >= 0 and first.placement.max() < problem.num_devices
+    op_dev = problem.expand(first.placement)
+    np.testing.assert_array_equal(problem.from_op_devices(op_dev), first.placement)
+    np.testing.assert_array_equal(first.placement, second.placement)
+    assert first.step_time_s == second.step_time_s
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_schedulers_beat_one_device_on_a_parallel_graph(name):
+    problem = random_problem()
+    assert place(name, problem).step_time_s < place("single", problem).step_time_s
