@@ -12,7 +12,9 @@ from gplace.cluster import cluster_from_dict
 from gplace.graph import OpGraph
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.heuristics import HEURISTICS
+from gplace.placers.heuristics_list import favourite_children
 from gplace.placers.heuristics_static import forward_anchor
+from gplace.placers.heuristics_view import build_view
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
 
@@ -146,3 +148,12 @@ def test_every_heuristic_is_deterministic_free_and_keeps_units_whole(name):
 def test_schedulers_beat_one_device_on_a_parallel_graph(name):
     problem = random_problem()
     assert place(name, problem).step_time_s < place("single", problem).step_time_s
+
+
+def test_favourite_children_are_a_greedy_matching_on_transfer_size():
+    # p0 (1e9 B) and p1 (1e6 B) both feed c0 and c1: p0 takes c0 (largest edge first), c0 is
+    # then taken, so p1 gets c1; every parent has one favourite, every child one parent.
+    g = OpGraph.from_lists([TERA] * 4, [10**9, 10**6, 0, 0], [(0, 2), (0, 3), (1, 2), (1, 3)])
+    problem = PlacementProblem.build(g, cluster())
+    fav = favourite_children(problem, build_view(problem))
+    assert fav.tolist() == [2, 3, -1, -1]
