@@ -68,7 +68,8 @@ def progress(i: int, n: int, result: dict, start: float) -> str:
     if result.get("skipped"):
         return f"{head}: complete, skipped {elapsed}"
     return (f"{head}: {result['ops']} ops, step {result['step_time_s'] * 1e3:.1f} ms, "
-            f"coverage {result['coverage']:.2f}, {result['total_s']:.0f}s, {elapsed}")
+            f"coverage {result['coverage']:.2f} (per step {result.get('step_coverage') or 0:.2f}), "
+            f"{result['total_s']:.0f}s, {elapsed}")
 
 
 def build(specs: list[GraphSpec], out: Path, force: bool = False, jobs: int = 1) -> list[dict]:

@@ -25,7 +25,8 @@ HEADER = """\
 # with control flow v1, profiled on this CPU (see datasets/profiler.py): per-op times are the
 # median over >= 5 FULL_TRACE steps, inter-op and intra-op threads 1, grappler and oneDNN
 # fusions off. step_time_s: median wall time of the traced steps; untraced_step_time_s: median
-# of untraced steps (tracing slows small kernels). coverage: sum of profiled op times / step time.
+# of untraced steps (tracing slows small kernels). coverage: sum of profiled op times / step time;
+# step_coverage: the same per traced step, median over steps (robust to a loaded machine).
 # op_coverage: fraction of GraphDef ops seen in step_stats (untaken Switch branches are not run).
 #
 # Split by architecture family, so that validation and test measure generalization to
@@ -97,6 +98,7 @@ def entry(spec, out: Path, previous: dict | None) -> dict | None:
         "step_time_s": round(prof.step_time_s, 6),
         "untraced_step_time_s": round(prof.meta.get("untraced_step_time_s") or 0.0, 6),
         "coverage": round(prof.coverage, 4),
+        "step_coverage": round(prof.meta.get("step_coverage") or 0.0, 4),
         "op_coverage": round(prof.meta.get("op_coverage", 0.0), 4),
         "traced_steps": prof.meta.get("traced_steps"),
         "builder": spec.builder, "kwargs": dict(spec.kwargs)})

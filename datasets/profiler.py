@@ -29,6 +29,11 @@ also slows small kernels (its tracking allocator: MobileNetV2 at batch 8 on 96x9
 of kernel time traced against a 0.113 s untraced step), so ``meta["untraced_step_time_s"]``,
 the median wall time of ``timed_steps`` untraced steps, is the step time to compare real
 placements with.
+
+On a loaded machine a descheduled thread lands in one op of one step; per-op medians drop such
+outliers while the span median keeps the typical one, so ``coverage`` falls below the per-step
+figure. ``meta["step_coverage"]`` is the median over traced steps of (that step's op times /
+that step's span), robust to this.
 """
 
 from __future__ import annotations
@@ -199,6 +204,8 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
         "graph_ops": len(graph_names), "ops_seen": len(names),
         "op_coverage": len(names) / max(1, len(graph_names)),
         "time_coverage": float(times.sum() / step_time) if step_time > 0 else 0.0,
+        "step_coverage": float(np.median([sum(o.time_s for o in st.values()) / sp
+                                          for st, sp in zip(steps, spans) if sp > 0] or [0.0])),
         "onednn_opts": __import__("os").environ.get("TF_ENABLE_ONEDNN_OPTS", "unset"),
         "grappler": "off (disable_meta_optimizer, L0)",
         "date": date.today().isoformat(),

@@ -136,10 +136,10 @@ FULL = [
 QUICK = [
     GraphSpec("quick_mlp", "mlp", "mlp:mlp", dict(batch=128, features=256, hidden=512, layers=2),
               quick=True, warmup_steps=1, timed_steps=1, timeout_s=300),
-    GraphSpec("quick_cnn", "cnn", "mlp:small_cnn", dict(batch=16, size=32, width=16),
+    GraphSpec("quick_cnn", "cnn", "mlp:small_cnn", dict(batch=32, size=32, width=32),
               quick=True, warmup_steps=1, timed_steps=1, timeout_s=300),
     GraphSpec("quick_gpt", "gpt", "transformer:stack", dict(
-        layers=1, d_model=128, heads=2, d_ff=512, vocab=2000, batch=8, length=32, causal=True),
+        layers=1, d_model=256, heads=4, d_ff=1024, vocab=4000, batch=16, length=64, causal=True),
         quick=True, warmup_steps=1, timed_steps=1, timeout_s=300),
 ]
 

@@ -43,6 +43,7 @@ def build_graph(spec: GraphSpec, path: Path):
         tf_keras.utils.set_random_seed(SEED)
     gd = spec.build()
     atomic_write_bytes(path, gd.SerializeToString(deterministic=True))
+    os.chmod(path, 0o644)
     return gd if isinstance(gd, tf.compat.v1.GraphDef) else None
 
 
@@ -68,10 +69,12 @@ def run(spec: GraphSpec, out: Path, force: bool = False) -> dict:
         prof.meta.update(family=spec.family, op_set=spec.op_set, builder=spec.builder,
                          kwargs=spec.kwargs, seed=SEED)
         prof.save(ppath)
+        os.chmod(ppath, 0o644)
     from gplace.profile import CostProfile
     prof = CostProfile.load(ppath)
     return {"name": spec.name, "ops": len(gd.node), "step_time_s": prof.step_time_s,
-            "coverage": prof.coverage, "op_coverage": prof.meta.get("op_coverage"),
+            "coverage": prof.coverage, "step_coverage": prof.meta.get("step_coverage"),
+            "op_coverage": prof.meta.get("op_coverage"),
             "build_s": round(built, 1), "total_s": round(time.time() - t0, 1)}
 
 

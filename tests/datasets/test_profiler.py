@@ -1,0 +1,103 @@
+"""The step_stats-to-profile mapping: hand-made StepStats with known figures, then a real tiny
+graph, and the batch-norm state updates that a training step must keep."""
+
+import numpy as np
+import pytest
+
+tf = pytest.importorskip("tensorflow")
+from tensorflow.core.framework import step_stats_pb2  # noqa: E402
+
+from datasets import profiler, tfstep  # noqa: E402
+from gplace.profile import CostProfile  # noqa: E402
+
+
+def node(name, start_ns, op_end_ns, out_bytes=(), temp=0, all_end_ns=None):
+    ns = step_stats_pb2.NodeExecStats(node_name=name, all_start_nanos=start_ns,
+                                      op_end_rel_nanos=op_end_ns,
+                                      all_end_rel_nanos=all_end_ns or op_end_ns + 100)
+    for b in out_bytes:
+        ns.output.add().tensor_description.allocation_description.requested_bytes = b
+    ns.memory_stats.temp_memory_size = temp
+    return ns
+
+
+def step(*nodes):
+    ss = step_stats_pb2.StepStats()
+    ss.dev_stats.add(device="/cpu:0").node_stats.extend(nodes)
+    return ss
+
+
+def test_step_op_stats_sums_loop_executions_and_strips_suffixes():
+    ss = step(node("_SOURCE", 0, 10),
+              node("a", 1000, 2000, out_bytes=(40, 8), temp=64),
+              node("loop/body", 4000, 500, out_bytes=(16,)),
+              node("loop/body", 5000, 700, out_bytes=(32,)),
+              node("b:Recv", 6000, 300))
+    stats = profiler.step_op_stats(ss, {"a", "loop/body", "b"})
+    assert set(stats) == {"a", "loop/body", "b"}          # _SOURCE is not a graph op
+    assert stats["a"].time_s == pytest.approx(2e-6)
+    assert (stats["a"].output_bytes, stats["a"].temp_bytes) == (48, 64)
+    assert stats["loop/body"].time_s == pytest.approx(1.2e-6)   # 500 + 700 ns, one step
+    assert stats["loop/body"].output_bytes == 32                 # largest execution
+    assert stats["b"].time_s == pytest.approx(3e-7)
+
+
+def test_step_span_is_first_start_to_last_end():
+    ss = step(node("a", 1000, 2000, all_end_ns=2500), node("b", 4000, 300, all_end_ns=600))
+    assert profiler.step_span_s(ss) == pytest.approx((4600 - 1000) * 1e-9)
+
+
+def test_aggregate_takes_the_median_and_counts_missing_ops_as_zero():
+    steps = [profiler.step_op_stats(step(node("a", 0, t), node("s", 0, 10)), {"a", "s"})
+             for t in (1000, 3000, 2000)]
+    steps.append(profiler.step_op_stats(step(node("a", 0, 2500)), {"a", "s"}))  # s not taken
+    names, times, out, temp = profiler.aggregate(steps)
+    assert names == ["a", "s"]
+    np.testing.assert_allclose(times, [2.25e-6, 10e-9])
+    assert out.dtype == np.int64 and temp.dtype == np.int64
+
+
+def tiny_step():
+    def build():
+        x = tf.random.normal((64, 128), seed=1)
+        w1 = tf.Variable(tf.random.normal((128, 256)), name="w1")
+        w2 = tf.Variable(tf.random.normal((256, 10)), name="w2")
+        loss = tf.reduce_mean(tf.square(tf.matmul(tf.nn.relu(tf.matmul(x, w1)), w2)),
+                              name="loss")
+        return loss, [w1, w2]
+    return tfstep.training_step_graph(build, optimizer="sgd")
+
+
+def test_profile_of_a_tiny_graph_names_graph_ops_and_round_trips(tmp_path):
+    gd = tiny_step()
+    cfg = profiler.ProfileConfig(warmup_steps=1, traced_steps=3, timed_steps=1)
+    prof = profiler.profile_graph(gd, "tiny", cfg=cfg)
+    graph_names = {n.name for n in gd.node}
+    matmuls = {n.name for n in gd.node if n.op == "MatMul"}
+    assert set(prof.op_names.tolist()) <= graph_names
+    assert matmuls <= set(prof.op_names.tolist())          # forward and gradient MatMuls
+    assert prof.meta["op_coverage"] > 0.9 and prof.step_time_s > 0
+    assert 0.3 < prof.coverage <= 1.0 + 1e-9                # op times fit inside the step span
+    assert prof.device_kind == "cpu" and "logical cores" in prof.machine
+    prof.save(tmp_path / "tiny.profile.json.gz")
+    back = CostProfile.load(tmp_path / "tiny.profile.json.gz")
+    np.testing.assert_array_equal(back.op_names, prof.op_names)
+    np.testing.assert_allclose(back.op_time_s, prof.op_time_s)
+
+
+def bn_model(keras):
+    L = keras.layers
+    return keras.Sequential([L.Conv2D(4, 3), L.BatchNormalization(), L.Flatten(), L.Dense(10)])
+
+
+@pytest.mark.parametrize("module", ["keras", "tf_keras"])
+def test_batch_norm_moving_averages_are_part_of_the_step(module):
+    keras = pytest.importorskip(module)
+    gd = tfstep.keras_classifier_step(lambda: bn_model(keras), (8, 8, 3), 10, 4)
+    nodes = {n.name: n for n in gd.node}
+    deps = {i.lstrip("^") for i in nodes["step_loss"].input if i.startswith("^")}
+    moving = {n.name for n in gd.node if n.op in tfstep.ASSIGN_TYPES
+              and any("moving_mean" in i or "moving_variance" in i for i in n.input[:1])}
+    assert len(moving) == 2, moving                         # one update per moving statistic
+    assert moving <= deps
+    assert not any("Initializer" in name for name in nodes)  # initializers are pruned
