@@ -302,12 +302,13 @@ def local_cluster() -> Cluster:
 
 def _tf_devices() -> list[tuple[str, int]]:
     """(type, index) of the physical devices TF lists; one CPU if TF is not installed."""
+    from gplace.errors import GplaceError
+    from gplace.tfimport import tensorflow
     try:
-        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-        import tensorflow as tf
+        tf = tensorflow()
         found = []
         for t in ("CPU", "GPU"):
             found += [(t, i) for i, _ in enumerate(tf.config.list_physical_devices(t))]
         return found or [("CPU", 0)]
-    except ImportError:
+    except GplaceError:  # TensorFlow is not installed
         return [("CPU", 0)]
