@@ -36,13 +36,36 @@ def _tf_variable(v):
     return getattr(v, "value", v) if not isinstance(v, tf.Variable) else v
 
 
+def _reaches(ops: list, hit: Callable) -> dict:
+    """op -> whether ``hit`` holds for it or for any op its data inputs come from.
+
+    Creation order is not topological (a v1 cond rewires an op's inputs to Switch ops made after
+    it), so this walks the inputs depth-first; a loop back-edge under way counts as no hit.
+    """
+    memo: dict = {}
+    for root in ops:
+        stack = [(root, False)]
+        while stack:
+            op, inputs_done = stack.pop()
+            if inputs_done:
+                memo[op] = bool(hit(op) or any(memo.get(t.op) for t in op.inputs))
+            elif op not in memo:
+                memo[op] = None                     # under way
+                stack.append((op, True))
+                stack.extend((t.op, False) for t in op.inputs if t.op not in memo)
+    return memo
+
+
 def state_updates(ops: list) -> list:
-    """The assign ops among ``ops`` (creation order) whose assigned value reads a variable."""
-    reads: dict = {}
-    for op in ops:
-        reads[op] = op.type in READ_TYPES or any(reads.get(t.op, False) for t in op.inputs)
-    return [op for op in ops if op.type in ASSIGN_TYPES
-            and any(reads.get(t.op, False) for t in op.inputs[1:])]
+    """The assign ops among ``ops`` whose assigned value reads a variable.
+
+    Updates that need a feed are left out: classic tf-keras builds a functional model once on
+    its ``keras.Input`` placeholder, with batch-norm updates of its own that no step runs.
+    """
+    reads = _reaches(ops, lambda op: op.type in READ_TYPES)
+    fed = _reaches(ops, lambda op: op.type == "Placeholder")
+    return [op for op in ops if op.type in ASSIGN_TYPES and not fed[op]
+            and any(reads[t.op] for t in op.inputs[1:])]
 
 
 def training_step_graph(build: Callable[[], tuple], optimizer: str = "momentum",
