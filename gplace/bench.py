@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import sys
 import time
 from dataclasses import dataclass, field
@@ -63,8 +64,8 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
             problem = PlacementProblem.build(graph, load_cluster(cname),
                                              coarsen=CoarsenConfig(max_units=cfg.units))
             measurer = SimMeasurer(problem)
-            meta[(gname, cname)] = {"lower_bound_s": lower_bound(problem).bound_s,
-                                    "units": problem.num_units,
+            meta[(gname, cname)] = {"lower_bound_s": float(lower_bound(problem).bound_s),
+                                    "units": int(problem.num_units),
                                     "estimated": bool(problem.costs.estimated.any())}
             for method in cfg.methods:
                 seeds = [0] if method in HEURISTICS else range(cfg.seeds)
@@ -112,7 +113,8 @@ def markdown_table(rows: list[dict]) -> str:
     return head + body
 
 
-def write_outputs(out: Path, runs: list[Run], rows: list[dict], cfg: BenchConfig) -> list[Path]:
+def write_outputs(out: Path, runs: list[Run], rows: list[dict], cfg: BenchConfig,
+                  meta: dict) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
@@ -124,33 +126,91 @@ def write_outputs(out: Path, runs: list[Run], rows: list[dict], cfg: BenchConfig
     atomic_write_text(out / "results.md", f"# gplace bench\n\nbudget {cfg.budget} samples, "
                       f"{cfg.seeds} seeds, units <= {cfg.units}. {note}.\n\n"
                       + markdown_table(rows))
-    return [out / "results.csv", out / "results.md"] + plot_curves(out, runs)
+    return ([out / "results.csv", out / "results.md", save_runs(out / "runs.npz", runs, meta)]
+            + plot_curves(out, runs, meta))
 
 
-def plot_curves(out: Path, runs: list[Run]) -> list[Path]:
+def save_runs(path: Path, runs: list[Run], meta: dict) -> Path:
+    """Every run with its learning curve (NaN-padded rows), so that tables and plots can be
+    remade or merged across shards without rerunning (:func:`load_runs`)."""
+    width = max((len(r.curve) for r in runs), default=0)
+    curves = np.full((len(runs), width), np.nan)
+    for i, r in enumerate(runs):
+        curves[i, :len(r.curve)] = r.curve
+    cols = {f: np.array([getattr(r, f) for r in runs])
+            for f in ("graph", "cluster", "method", "seed", "step_time_s", "feasible",
+                      "samples", "wall_s")}
+    meta_json = json.dumps([[g, c, m] for (g, c), m in meta.items()])
+    atomic_write(path, lambda f: np.savez_compressed(f, curves=curves, lengths=np.array(
+        [len(r.curve) for r in runs]), meta=np.array(meta_json), **cols), binary=True)
+    return path
+
+
+def load_runs(paths: list[Path]) -> tuple[list[Run], dict]:
+    """The runs and meta of one or more ``runs.npz`` files (e.g. one per shard), in order."""
+    runs, meta = [], {}
+    for path in paths:
+        z = np.load(path, allow_pickle=False)
+        for i in range(len(z["graph"])):
+            runs.append(Run(str(z["graph"][i]), str(z["cluster"][i]), str(z["method"][i]),
+                            int(z["seed"][i]), float(z["step_time_s"][i]), bool(z["feasible"][i]),
+                            int(z["samples"][i]), float(z["wall_s"][i]),
+                            z["curves"][i, :int(z["lengths"][i])]))
+        meta.update({(g, c): m for g, c, m in json.loads(str(z["meta"]))})
+    return runs, meta
+
+
+def plot_curves(out: Path, runs: list[Run], meta: dict) -> list[Path]:
     """Best step time against samples, mean over seeds with a min-max band; one PNG per
-    (graph, cluster); heuristics as horizontal lines."""
+    (graph, cluster); heuristics as dotted horizontal lines, the lower bound dashed black.
+    The y axis starts below the lower bound and stops a little above the best single device,
+    so that the first (uniform-random) samples do not flatten everything else; every legend
+    entry carries its final value, so a line cut off at the top still reads."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     paths = []
     for g, c in sorted({(r.graph, r.cluster) for r in runs}):
-        fig, ax = plt.subplots(figsize=(7, 4.5))
+        fig, ax = plt.subplots(figsize=(9, 5))
         mine = [r for r in runs if (r.graph, r.cluster) == (g, c)]
-        for method in dict.fromkeys(r.method for r in mine):
+        methods = list(dict.fromkeys(r.method for r in mine))
+        sampled = [m for m in methods if m not in HEURISTICS]
+        colors = {**dict(zip(sampled, plt.get_cmap("tab10").colors)),
+                  **dict(zip([m for m in methods if m in HEURISTICS],
+                             plt.get_cmap("Dark2").colors))}
+        finals = []
+        for method in methods:
             rs = [r for r in mine if r.method == method]
             if rs[0].samples == 0:
-                ax.axhline(rs[0].step_time_s * 1e3, ls=":", lw=1, label=f"{method} (heuristic)")
+                t = rs[0].step_time_s * 1e3
+                ax.axhline(t, ls=(0, (1, 2)), lw=1.5, color=colors[method],
+                           label=f"{method} (heuristic) {t:.4g}")
+                finals.append(t)
                 continue
             n = min(len(r.curve) for r in rs)
-            curves = np.stack([r.curve[:n] for r in rs]) * 1e3
+            finite = np.stack([r.curve[:n] for r in rs]) * 1e3
+            finite = np.where(np.isfinite(finite), finite, np.nan)
             x = np.arange(1, n + 1)
-            finite = np.where(np.isfinite(curves), curves, np.nan)
-            ax.plot(x, np.nanmean(finite, 0), label=method)
-            ax.fill_between(x, np.nanmin(finite, 0), np.nanmax(finite, 0), alpha=0.2)
-        ax.set(xlabel="evaluated placements", ylabel="best step time (ms, simulated)",
-               title=f"{g} on {c}")
-        ax.legend(fontsize=7, ncol=2)
+            mean = np.nanmean(finite, 0)
+            ax.plot(x, mean, color=colors[method], lw=1.6, label=f"{method} {mean[-1]:.4g}")
+            ax.fill_between(x, np.nanmin(finite, 0), np.nanmax(finite, 0), color=colors[method],
+                            alpha=0.15, lw=0)
+            finals.append(mean[-1])
+        bound = meta.get((g, c), {}).get("lower_bound_s")
+        if bound:
+            ax.axhline(bound * 1e3, ls="--", lw=1, color="black",
+                       label=f"lower bound {bound * 1e3:.4g}")
+        single = [r.step_time_s * 1e3 for r in mine if r.method == "single"]
+        top = max(single + [np.nanmedian(finals)]) * 1.3 if finals else None
+        bottom = (bound * 1e3 if bound else np.nanmin(finals)) * 0.9
+        if top and np.isfinite(top) and top > bottom:
+            ax.set_ylim(bottom, top)
+        ax.set(xlabel="evaluated placements (samples)",
+               ylabel="best step time so far (ms, simulated estimate)",
+               title=f"{g} on {c}: mean over seeds, band = min..max")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  title="final (ms)", title_fontsize=8)
         path = out / f"curve_{g}_{c}.png"
         atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"),
                      binary=True)

@@ -36,7 +36,7 @@ def run(args) -> int:
                       budget=args.budget, seeds=args.seeds, units=args.units or None)
     runs, meta = run_bench(cfg)
     rows = summarize(runs, meta)
-    files = write_outputs(Path(args.out), runs, rows, cfg)
+    files = write_outputs(Path(args.out), runs, rows, cfg, meta)
     if args.json:
         print(json.dumps({"budget": cfg.budget, "seeds": cfg.seeds, "results": rows}))
     else:
