@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 OUT=${1:-baselines}
 C=datasets/corpus
 GRAPHS=${GRAPHS:-"$C/inception_v3_b32.pb $C/resnet50_b32.pb $C/lstm_lm_4l_h512.pb $C/nmt_4l.pb $C/transformer_6l_d256.pb"}
+export OMP_NUM_THREADS=1   # tiny tensors: one thread (see gplace/bench.py)
 # shellcheck disable=SC2086
 exec .venv/bin/python -m gplace bench \
   --graphs $GRAPHS \

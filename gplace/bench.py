@@ -54,6 +54,10 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
     """All runs, and per (graph, cluster): the lower bound and whether costs were estimated."""
     from gplace.cli.inspect_cmd import load_any
     from gplace.cluster import load_cluster
+    import torch
+    # The placers' tensors are tiny (units x devices): intra-op threads only add synchronization,
+    # which made Post 10x slower on a shared 2-core machine (28.6 s vs 2.6 s for 400 samples).
+    torch.set_num_threads(1)
     for method in cfg.methods:
         get_placer(method)  # an unknown name fails here, listing the valid ones, before any work
     runs, meta = [], {}
