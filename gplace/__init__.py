@@ -2,6 +2,7 @@
 
     import gplace
     graph = gplace.load_graph("model.pb")      # an OpGraph
+    placer = gplace.load()                     # the pretrained GNN placer
 """
 
 from __future__ import annotations
@@ -19,4 +20,11 @@ def load_graph(source, **options) -> OpGraph:
     return _load(source, **options)
 
 
-__all__ = ["OpGraph", "load_graph", "GplaceError", "GraphError", "ConfigError", "__version__"]
+def load(path=None, seed: int = 0):
+    """A placer from a policy checkpoint (default: the one shipped with gplace); see
+    :mod:`gplace.gnn_placer`."""
+    from gplace.gnn_placer import load as _load
+    return _load(path, seed=seed)
+
+
+__all__ = ["OpGraph", "load", "load_graph", "GplaceError", "GraphError", "ConfigError", "__version__"]

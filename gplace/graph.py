@@ -77,12 +77,8 @@ class OpGraph:
     @property
     def output_bytes(self) -> np.ndarray:
         """(ops,) int64: total bytes of each op's outputs."""
-        sums = np.add.reduceat(self.out_bytes, self.out_ptr[:-1]) if self.out_bytes.size else None
-        has = self.out_ptr[1:] > self.out_ptr[:-1]
-        result = np.zeros(self.num_ops, np.int64)
-        if sums is not None:
-            result[has] = sums[has]
-        return result
+        owner = np.repeat(np.arange(self.num_ops), np.diff(self.out_ptr))
+        return np.bincount(owner, weights=self.out_bytes, minlength=self.num_ops).astype(np.int64)
 
     def index(self, name: str) -> int:
         """The id of the op called ``name``."""

@@ -52,3 +52,11 @@ def test_load_rejects_other_files(tmp_path):
     (tmp_path / "x.npz").write_bytes(b"not a zip")
     with pytest.raises(GraphError, match="not a gplace graph file"):
         OpGraph.load(tmp_path / "x.npz")
+
+
+def test_output_bytes_with_ops_without_outputs_at_the_end():
+    g = diamond()
+    g = g.replace(out_ptr=np.array([0, 1, 2, 3, 3]), out_dtype=g.out_dtype[:3],
+                  out_bytes=g.out_bytes[:3], out_rank=g.out_rank[:3], dim_ptr=g.dim_ptr[:4],
+                  out_dims=g.out_dims[:3])
+    assert g.output_bytes.tolist() == [10, 20, 30, 0]

@@ -16,6 +16,8 @@ _COMMANDS = {
     "simulate": "simulate_cmd",
     "clusters": "clusters_cmd",
     "bench": "bench_cmd",
+    "calibrate": "calibrate_cmd",
+    "pretrain": "pretrain_cmd",
 }
 
 

@@ -134,7 +134,7 @@ def register(name: str):
 
 def get_placer(name: str, **config) -> Placer:
     """The placer called ``name``, built with ``config`` (e.g. ``seed=0``)."""
-    from gplace import placers  # noqa: F401  (importing the package registers every placer)
+    from gplace import gnn_placer, placers  # noqa: F401  (importing registers every placer)
     if name not in REGISTRY:
         raise ConfigError(f"unknown placer {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name](**config)

@@ -1,0 +1,102 @@
+"""A corpus of graphs to learn from: the ``datasets/`` corpus (manifest.yaml with families and
+splits, measured CPU profiles) or any folder of .pb / .pbtxt / SavedModel graphs a user collected.
+
+Imported graphs are cached as OpGraph ``.npz`` files in ``<dir>/.gplace-cache/`` (keyed by the
+source's size and modification time), so a second pass costs milliseconds per graph. A folder
+without a manifest puts every graph in the ``train`` split with its file name as family; graphs
+without a ``<name>.profile.json.gz`` beside them get estimated (roofline) costs, and
+:func:`describe` says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from gplace.errors import ConfigError, GplaceError
+from gplace.graph import OpGraph
+
+GRAPH_SUFFIXES = (".pb", ".pbtxt")
+
+
+@dataclass(frozen=True)
+class CorpusGraph:
+    name: str
+    family: str
+    split: str            # train | validation | test
+    path: Path            # the graph file or SavedModel directory
+    profile: Path | None  # measured CostProfile beside it, if any
+
+
+def find_manifest(directory: Path) -> tuple[Path, Path] | None:
+    """(manifest, corpus dir) for ``datasets/`` or ``datasets/corpus/``; None for a plain folder."""
+    for manifest in (directory / "manifest.yaml", directory.parent / "manifest.yaml"):
+        if manifest.is_file():
+            data = yaml.safe_load(manifest.read_text()) or {}
+            corpus = (manifest.parent / data.get("corpus_dir", ".")).resolve()
+            if corpus == directory.resolve() or manifest.parent == directory:
+                return manifest, corpus
+    return None
+
+
+def list_corpus(directory: str | Path) -> list[CorpusGraph]:
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise ConfigError(f"{directory}: corpus folder not found")
+    found = find_manifest(directory)
+    graphs = _from_manifest(*found) if found else _from_folder(directory)
+    if not graphs:
+        raise ConfigError(f"{directory}: no graphs found (expected a manifest.yaml or "
+                          f"{', '.join(GRAPH_SUFFIXES)} files or SavedModel folders)")
+    return graphs
+
+
+def _from_manifest(manifest: Path, corpus: Path) -> list[CorpusGraph]:
+    rows = (yaml.safe_load(manifest.read_text()) or {}).get("graphs", [])
+    out = []
+    for row in rows:
+        path = corpus / row["graph"]
+        if not path.exists():
+            continue  # listed but not built here yet: `python -m datasets.build` makes it
+        profile = corpus / row["profile"] if row.get("profile") else None
+        out.append(CorpusGraph(row["name"], row["family"], row["split"], path,
+                               profile if profile and profile.exists() else None))
+    return out
+
+
+def _from_folder(directory: Path) -> list[CorpusGraph]:
+    out = []
+    for path in sorted(directory.iterdir()):
+        is_saved_model = path.is_dir() and (path / "saved_model.pb").exists()
+        if path.suffix in GRAPH_SUFFIXES or is_saved_model:
+            name = path.name if is_saved_model else path.name.split(".")[0]
+            profile = directory / f"{name}.profile.json.gz"
+            out.append(CorpusGraph(name, name, "train", path, profile if profile.exists() else None))
+    return out
+
+
+def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
+    """The imported graph, from the cache when it is fresh."""
+    import gplace
+    stat = entry.path.stat()
+    cache = entry.path.parent / ".gplace-cache" / f"{entry.name}-{stat.st_size}-{int(stat.st_mtime)}.npz"
+    if cache.exists():
+        try:
+            return OpGraph.load(cache)
+        except GplaceError:
+            pass  # a stale or broken cache entry is rebuilt below
+    graph = gplace.load_graph(entry.path, name=entry.name)
+    try:
+        graph.save(cache)
+    except OSError:
+        pass  # a read-only corpus still works, only slower
+    return graph
+
+
+def describe(entries: list[CorpusGraph]) -> str:
+    measured = sum(e.profile is not None for e in entries)
+    splits = {s: sum(e.split == s for e in entries) for s in ("train", "validation", "test")}
+    return (f"{len(entries)} graphs ({', '.join(f'{n} {s}' for s, n in splits.items() if n)}); "
+            f"{measured} with measured CPU profiles, {len(entries) - measured} with estimated costs")

@@ -1,0 +1,90 @@
+"""The GNN policy: any device count, checkpoints that round-trip and refuse bad files."""
+
+import numpy as np
+import pytest
+import torch
+
+from gplace.cluster import load_cluster
+from gplace.errors import ConfigError
+from gplace.features import problem_features
+from gplace.graph import OpGraph
+from gplace.policy import FeatureTensors, GNNPolicy, greedy, sample
+from gplace.problem import PlacementProblem
+
+
+def problem(cluster="post-2gpu"):
+    edges = [(i, i + 1) for i in range(9)] + [(0, 5), (2, 8)]
+    g = OpGraph.from_lists([1e9 * (1 + i % 3) for i in range(10)], [4096] * 10, edges,
+                           group=[0, 0, 1, 2, 3, 4, 5, 6, 7, 7], param_bytes=[1 << 20] * 10)
+    return PlacementProblem.build(g, load_cluster(cluster))
+
+
+def tensors(p):
+    return FeatureTensors.from_numpy(problem_features(p))
+
+
+def test_features_are_finite_and_shaped():
+    p = problem()
+    f = problem_features(p)
+    assert f.unit_x.shape[0] == p.num_units == f.pair_x.shape[0]
+    assert f.pair_x.shape[1] == p.num_devices == f.device_x.shape[0]
+    assert f.edge_index.shape[0] == 2 and f.edge_index.shape[1] == f.edge_attr.shape[0]
+    for a in f:
+        assert np.isfinite(a).all()
+    # the best-device flag marks at least one device per unit
+    assert (f.pair_x[:, :, 3].max(1) == 1).all()
+
+
+def test_one_network_serves_any_number_of_devices():
+    torch.manual_seed(0)
+    policy = GNNPolicy(hidden_channels=16, num_layers=2)
+    for cluster, devices in (("post-2gpu", 3), ("post-4gpu", 5), ("hdp-8gpu", 9)):
+        p = problem(cluster)
+        assert policy(tensors(p)).shape == (p.num_units, devices)
+
+
+def test_sampling_is_seeded():
+    torch.manual_seed(0)
+    logits = GNNPolicy(hidden_channels=16)(tensors(problem()))
+    a = sample(logits, 8, torch.Generator().manual_seed(3))
+    b = sample(logits, 8, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b) and a.shape == (8, logits.shape[0])
+
+
+def test_checkpoint_round_trip_gives_the_same_placement(tmp_path):
+    torch.manual_seed(1)
+    policy = GNNPolicy(hidden_channels=24, num_layers=2).eval()
+    f = tensors(problem("post-4gpu"))
+    policy.save(tmp_path / "p.pt", meta={"steps": 7})
+    loaded, meta = GNNPolicy.load(tmp_path / "p.pt")
+    assert meta == {"steps": 7} and loaded.kwargs == policy.kwargs
+    assert torch.equal(loaded(f), policy(f))
+    assert np.array_equal(greedy(loaded(f)), greedy(policy(f)))
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"\x00garbage" * 10, "cannot read it"),
+    (None, "a file of another kind"),
+    ("version", "format version 99"),
+])
+def test_bad_checkpoints_get_clear_errors(tmp_path, content, message):
+    path = tmp_path / "bad.pt"
+    if content is None:
+        torch.save({"weights": torch.zeros(2)}, path)
+    elif content == "version":
+        GNNPolicy(hidden_channels=8).save(path)
+        record = torch.load(path, weights_only=True)
+        record["format_version"] = 99
+        torch.save(record, path)
+    else:
+        path.write_bytes(content)
+    with pytest.raises(ConfigError, match=message):
+        GNNPolicy.load(path)
+
+
+def test_truncated_checkpoint(tmp_path):
+    GNNPolicy(hidden_channels=8).save(tmp_path / "p.pt")
+    data = (tmp_path / "p.pt").read_bytes()
+    (tmp_path / "p.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(ConfigError, match="not a gplace policy checkpoint"):
+        GNNPolicy.load(tmp_path / "p.pt")

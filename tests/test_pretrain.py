@@ -1,0 +1,90 @@
+"""Pretraining end to end on a tiny corpus: checkpoint, logs, resume, DDP, fine-tuning."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gplace.learn import LearnConfig
+from gplace.pretrain import PretrainConfig, run_pretrain
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    d = tmp_path_factory.mktemp("corpus")
+    shutil.copy(EXAMPLE, d / "small_resnet.pb")
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    with tf.Graph().as_default() as g:
+        x = tf.random.normal([256, 512])
+        for i in range(4):
+            w = tf.Variable(tf.random.normal([512, 512]), name=f"w{i}")
+            x = tf.nn.relu(tf.matmul(x, w))
+        loss = tf.reduce_mean(x)
+        tf.compat.v1.train.GradientDescentOptimizer(0.1).minimize(loss)
+    (d / "mlp.pb").write_bytes(g.as_graph_def().SerializeToString())
+    return d
+
+
+def config(corpus, steps, **kw):
+    return PretrainConfig(corpus=str(corpus), clusters=("post-2gpu",), units=16, max_steps=steps,
+                          val_every=2, problems_per_step=2, hidden_channels=16, num_layers=2,
+                          learn=LearnConfig(samples=4, ppo_epochs=2), **kw)
+
+
+def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
+    import gplace
+    out = run_pretrain(config(corpus, 3), tmp_path / "p.pt", tmp_path / "runs", progress=False)
+    placer = gplace.load(out)
+    assert placer.meta["steps"] == 3 and placer.meta["config"]["units"] == 16
+    assert placer.meta["val_zero_shot_vs_heuristic"] > 0
+    csv = next((tmp_path / "runs" / "csv").glob("version_*/metrics.csv")).read_text()
+    assert "train/loss" in csv and "val/zero_shot_vs_heuristic" in csv
+    assert any((tmp_path / "runs" / "tb").rglob("events.out.tfevents.*"))
+
+
+def test_resume_continues_from_the_last_checkpoint(corpus, tmp_path):
+    import gplace
+    run_pretrain(config(corpus, 10), tmp_path / "a.pt", tmp_path / "runs", progress=False)
+    assert (tmp_path / "runs" / "checkpoints" / "last.ckpt").exists()
+    out = run_pretrain(config(corpus, 12), tmp_path / "b.pt", tmp_path / "runs", resume=True,
+                       progress=False)
+    assert gplace.load(out).meta["steps"] == 12
+    metrics = sorted((tmp_path / "runs" / "csv").glob("version_*/metrics.csv"))
+    second = metrics[-1].read_text().splitlines()[1:]
+    assert second and all(int(row.split(",")[1]) >= 10 for row in second)  # steps 10, 11
+
+
+def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_path):
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.placers import SimMeasurer, get_placer
+    from gplace.problem import CoarsenConfig, PlacementProblem
+    out = run_pretrain(config(corpus, 2), tmp_path / "p.pt", tmp_path / "runs", progress=False)
+    graph = gplace.load_graph(corpus / "small_resnet.pb")
+    p = PlacementProblem.build(graph, load_cluster("post-4gpu"), coarsen=CoarsenConfig(16))
+    m = SimMeasurer(p)
+    heft = get_placer("heft").place(p, m, 0)
+    runs = [gplace.load(out, seed=5).place_problem(p, m, 20, seeds=[heft.placement])
+            for _ in range(2)]
+    assert runs[0].samples == 20 and runs[0].step_time_s <= heft.step_time_s
+    assert np.array_equal(runs[0].placement, runs[1].placement)
+    assert np.isfinite(runs[0].info["zero_shot_step_time_s"])
+
+
+def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus), "--clusters",
+         "post-2gpu", "--max-steps", "2", "--units", "16", "--samples", "4",
+         "--problems-per-step", "1", "--devices", "2", "--no-progress",
+         "--out", str(tmp_path / "ddp.pt"), "--log-dir", str(tmp_path / "runs")],
+        capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    sums = [(tmp_path / "runs" / f"weights_rank{r}.txt").read_text() for r in (0, 1)]
+    assert sums[0] == sums[1]
+    assert (tmp_path / "ddp.pt").exists()
