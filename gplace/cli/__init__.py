@@ -18,6 +18,7 @@ _COMMANDS = {
     "bench": "bench_cmd",
     "calibrate": "calibrate_cmd",
     "pretrain": "pretrain_cmd",
+    "place": "place_cmd",
 }
 
 

@@ -1,0 +1,56 @@
+"""``gplace place MODEL``: zero-shot and fine-tuned placement of a graph, exported to run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help="place a graph: zero-shot, fine-tuned, exported with a report",
+                       description="Place every op of a TensorFlow training graph on a device. "
+                                   "Runs the pretrained policy zero-shot, fine-tunes it with "
+                                   "Post's objective for --finetune measured placements, runs the "
+                                   "cheap heuristics, and keeps the fastest feasible placement.")
+    p.add_argument("model", help=".pb, .pbtxt, .meta or SavedModel directory")
+    p.add_argument("--cluster", default=None,
+                   help="preset or YAML file (default: the devices here if there are at least "
+                        "two, else post-4gpu)")
+    p.add_argument("--checkpoint", default=None, help="policy checkpoint (default: shipped)")
+    p.add_argument("--finetune", type=int, default=0, metavar="N",
+                   help="placements to measure while fine-tuning (0: zero-shot)")
+    p.add_argument("--measure", choices=("sim", "real"), default="sim",
+                   help="measure placements with the simulator (default) or on the devices")
+    p.add_argument("--memory-limit", default=None, metavar="SIZE",
+                   help="cap device memory: 8GB for all, or gpu0=8GB,gpu1=4GB")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="gplace-out", help="output directory (default: gplace-out)")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    return p
+
+
+def run(args) -> int:
+    from gplace.place import place
+    result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
+                   finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
+                   seed=args.seed, progress=not args.json)
+    files = result.export(args.out)
+    s = result.summary
+    if args.json:
+        print(json.dumps({**s, "out": args.out}))
+        return 0
+    best = s["best_heuristic"]
+    lines = [
+        f"{s['graph']}: {s['ops']:,} ops in {s['units']} units; {s['cluster_choice']}",
+        f"step time        {s['step_time_s'] * 1e3:.3f} ms ({s['step_times']})",
+        f"single device    {s['single_device_s'] * 1e3:.3f} ms "
+        f"({s['single_device_s'] / s['step_time_s']:.2f}x slower)",
+        f"best heuristic   {best['name']} {best['step_time_s'] * 1e3:.3f} ms",
+        f"zero-shot        {s['zero_shot_step_time_s'] * 1e3:.3f} ms",
+        f"lower bound      {s['lower_bound_s'] * 1e3:.3f} ms",
+        f"samples          {s['samples']} in {s['wall_s']:.1f} s",
+        f"costs            {s['costs']}",
+        f"wrote            {', '.join(str(f) for f in files)}",
+    ]
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,196 @@
+"""``gplace place``: a new graph in, the fastest feasible placement found out (DESIGN.md,
+"place()"). Import, zero-shot placement from the pretrained policy, fine-tuning with Post's
+objective for N measured placements, and the cheap heuristics alongside: the result is never
+slower than the best of them, and always fits in memory when anything found fits.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gplace.cluster import Cluster, load_cluster
+from gplace.cost import CostModel
+from gplace.errors import ConfigError, GplaceError
+from gplace.graph import OpGraph
+from gplace.placers import PlaceResult, SimMeasurer, get_placer
+from gplace.problem import CoarsenConfig, PlacementProblem
+from gplace.sim import lower_bound
+
+CHEAP_HEURISTICS = ("single", "heft", "m-etf", "m-sct", "m-topo", "expert", "chunks")
+DEFAULT_PRESET = "post-4gpu"
+_SIZE = re.compile(r"^\s*([\d.]+)\s*([kmgt]?i?b?)?\s*$", re.I)
+
+
+def parse_bytes(text: str) -> int:
+    """'8GB', '512MiB', '1e9' -> bytes (decimal units for kB/MB/GB, binary for KiB/MiB/GiB)."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise ConfigError(f"memory limit {text!r} is not a size such as 8GB or 512MiB")
+    unit = (m.group(2) or "").lower().rstrip("b")
+    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
+             "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}[unit]
+    return int(float(m.group(1)) * scale)
+
+
+def with_memory_limit(cluster: Cluster, limit: str | None) -> Cluster:
+    """``8GB`` caps every device; ``gpu0=8GB,gpu1=4GB`` caps the named ones."""
+    if not limit:
+        return cluster
+    caps: dict[str, int] = {}
+    for part in str(limit).split(","):
+        name, _, size = part.rpartition("=")
+        targets = [name.strip()] if name else [d.name for d in cluster.devices]
+        for t in targets:
+            cluster.device_index(t)  # raises, listing the devices, for an unknown name
+            caps[t] = parse_bytes(size)
+    devices = tuple(replace(d, memory_bytes=min(d.memory_bytes, caps.get(d.name, d.memory_bytes)))
+                    for d in cluster.devices)
+    return replace(cluster, devices=devices)
+
+
+def choose_cluster(cluster: str | Cluster | None) -> tuple[Cluster, str]:
+    """The cluster and a sentence saying why it was chosen."""
+    if isinstance(cluster, Cluster):
+        return cluster, f"cluster {cluster.name} (given)"
+    if cluster:
+        return load_cluster(cluster), f"cluster {cluster} (given)"
+    local = load_cluster("local")
+    if local.num_devices >= 2:
+        return local, f"cluster local: the {local.num_devices} devices TensorFlow sees here"
+    return load_cluster(DEFAULT_PRESET), (
+        f"cluster {DEFAULT_PRESET} (a preset: TensorFlow sees only {local.num_devices} "
+        "device here; pass --cluster to choose)")
+
+
+@dataclass
+class PlacementResult:
+    """What ``place`` returns: the placement, its figures, and everything to export."""
+
+    graph: OpGraph
+    problem: PlacementProblem
+    placement: np.ndarray            # (units,) device index per unit
+    step_time_s: float
+    summary: dict[str, Any]
+    finetune: PlaceResult
+    heuristics: dict[str, PlaceResult]
+    source: Any                      # what was imported: a path, a GraphDef or a tf.Graph
+
+    @property
+    def op_devices(self) -> dict[str, str]:
+        """op name -> TF device string."""
+        devs = self.problem.expand(self.placement)
+        tf_names = [d.tf_device for d in self.problem.cluster.devices]
+        return {n: tf_names[d] for n, d in zip(self.graph.names.tolist(), devs.tolist())}
+
+    def export(self, out: str | Path) -> list[Path]:
+        """placed.pb, placement.json, trace.json, report.html and its PNGs in ``out``."""
+        from gplace.report import export_all
+        return export_all(self, Path(out))
+
+
+def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = None,
+          finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
+          seed: int = 0, progress: bool = True, log=sys.stderr) -> PlacementResult:
+    """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring."""
+    import gplace
+    start = time.perf_counter()
+    if finetune < 0:
+        raise ConfigError(f"finetune = {finetune} must be >= 0")
+    graph = model if isinstance(model, OpGraph) else gplace.load_graph(model)
+    chosen, why = choose_cluster(cluster)
+    chosen = with_memory_limit(chosen, memory_limit)
+    placer = gplace.load(checkpoint, seed=seed)
+    # The heuristics work on colocation groups, the policy on coarsened units (as pretrained);
+    # heuristic placements seed the policy's elite set, projected onto its units.
+    fine = PlacementProblem.build(graph, chosen, CostModel())
+    coarse = PlacementProblem.build(graph, chosen, CostModel(),
+                                    CoarsenConfig(max_units=placer.config.units))
+    fine_measurer, measurer = _measurer(fine, measure), _measurer(coarse, measure)
+    heuristics = {h: get_placer(h).place(fine, fine_measurer, 0) for h in CHEAP_HEURISTICS}
+    seeds = [project(fine, coarse, r.placement) for r in heuristics.values()]
+    bar = _progress_bar(finetune) if progress and finetune else None
+    tuned = placer.place_problem(coarse, measurer, finetune, seeds=seeds,
+                                 progress=bar.update_to if bar else None)
+    if bar:
+        bar.close()
+    best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
+    if not tuned.feasible and not best_h.feasible:
+        raise GplaceError(_shortfall_message(fine, fine_measurer, heuristics))
+    won_by_heuristic = best_h.feasible and best_h.step_time_s < tuned.step_time_s
+    problem, placement, time_s = ((fine, best_h.placement, best_h.step_time_s) if won_by_heuristic
+                                  else (coarse, tuned.placement, tuned.step_time_s))
+    summary = _summary(graph, coarse, tuned, heuristics, why, measure, start)
+    summary.update(step_time_s=time_s, groups=fine.num_units,
+                   chosen=best_h.name if won_by_heuristic else "gnn")
+    return PlacementResult(graph, problem, placement, time_s, summary, tuned, heuristics, model)
+
+
+def project(fine: PlacementProblem, coarse: PlacementProblem, placement: np.ndarray) -> np.ndarray:
+    """A fine placement as a coarse one: each coarse unit takes the device that holds most of
+    its ops' best-device time (ties: the lower device index)."""
+    op_dev = fine.expand(placement)
+    weight = fine.costs.time_s.min(axis=1) + 1e-12
+    votes = np.zeros((coarse.num_units, coarse.num_devices))
+    np.add.at(votes, (coarse.unit_of_op, op_dev), weight)
+    return votes.argmax(axis=1).astype(np.int64)
+
+
+def _measurer(problem: PlacementProblem, measure: str):
+    if measure == "sim":
+        return SimMeasurer(problem)
+    if measure == "real":
+        try:
+            from gplace.real import RealMeasurer
+        except ImportError as e:
+            raise ConfigError(f"--measure real is not available here ({e})") from None
+        return RealMeasurer(problem)
+    raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
+
+
+def _summary(graph, problem, tuned, heuristics, why, measure, start) -> dict[str, Any]:
+    feasible = {n: r for n, r in heuristics.items() if r.feasible}
+    best_name = min(feasible, key=lambda n: feasible[n].step_time_s) if feasible else None
+    estimated = [d.name for d, e in zip(problem.cluster.devices, problem.costs.estimated) if e]
+    return {
+        "graph": graph.meta.get("name", ""), "ops": graph.num_ops, "units": problem.num_units,
+        "cluster": problem.cluster.name, "cluster_choice": why,
+        "devices": [d.name for d in problem.cluster.devices],
+        "step_time_s": tuned.step_time_s,
+        "single_device_s": heuristics["single"].step_time_s,
+        "best_heuristic": {"name": best_name,
+                           "step_time_s": feasible[best_name].step_time_s if best_name else None},
+        "lower_bound_s": lower_bound(problem).bound_s,
+        "zero_shot_step_time_s": tuned.info.get("zero_shot_step_time_s"),
+        "samples": tuned.samples, "wall_s": round(time.perf_counter() - start, 3),
+        "measure": measure,
+        "costs": "estimated (roofline) on " + ", ".join(estimated) if estimated else "measured",
+        "step_times": "simulated (estimates)" if measure == "sim" else "measured on hardware",
+    }
+
+
+def _shortfall_message(problem, measurer, heuristics) -> str:
+    """No placement fits: name the device with the largest shortfall of the closest one."""
+    best = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
+    peak = measurer.measure(best.placement[None]).peak_bytes[0]
+    cap = np.array([d.memory_bytes for d in problem.cluster.devices])
+    d = int(np.argmax(peak - cap))
+    return (f"no placement found fits in memory: the closest ({best.name}) needs "
+            f"{peak[d] / 1e9:.2f} GB on {problem.cluster.devices[d].name}, which holds "
+            f"{cap[d] / 1e9:.2f} GB (short by {(peak[d] - cap[d]) / 1e9:.2f} GB)")
+
+
+def _progress_bar(total: int):
+    from tqdm import tqdm
+
+    class Bar(tqdm):
+        def update_to(self, used: int, best: float) -> None:
+            self.set_postfix_str(f"best {best * 1e3:.3f} ms", refresh=False)
+            self.update(used - self.n)
+    return Bar(total=total, desc="fine-tuning", unit="sample", file=sys.stderr, leave=False)
