@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     specs = select(args.only, args.quick)
     results = build(specs, args.out, args.force, args.jobs)
-    rows = manifest.write(manifest_path(args.out), specs, args.out)
+    rows = manifest.write(manifest_path(args.out), specs, args.out, refresh=args.force)
     failed = [r["name"] for r in results if "error" in r]
     print(f"manifest: {manifest_path(args.out)} ({len(rows)} graphs)"
           + (f"; FAILED: {failed}" if failed else ""), flush=True)

@@ -112,16 +112,19 @@ def load(path: Path) -> dict[str, dict]:
     return {row["name"]: row for row in data.get("graphs", [])}
 
 
-def write(path: Path, specs: list, out: Path) -> list[dict]:
-    """Rewrites the manifest for ``specs``; graphs built earlier but not in ``specs`` are kept."""
+def write(path: Path, specs: list, out: Path, refresh: bool = False) -> list[dict]:
+    """Rewrites the manifest for ``specs``; graphs built earlier but not in ``specs`` are kept.
+
+    ``refresh`` recomputes graph statistics that an earlier run stored (after ``--force``)."""
     rows = load(path)
     for spec in specs:
-        row = entry(spec, out, rows.get(spec.name))
+        row = entry(spec, out, None if refresh else rows.get(spec.name))
         if row is not None:
             rows[spec.name] = row
     ordered = sorted(rows.values(), key=lambda r: (r["split"], r["family"], r["name"]))
     body = {"corpus_dir": os.path.relpath(out, path.parent), "machine": _machine(out, ordered), "graphs": ordered}
     atomic_write_text(path, HEADER + yaml.safe_dump(body, sort_keys=False, width=100))
+    os.chmod(path, 0o644)
     return ordered
 
 
