@@ -28,6 +28,10 @@ HEADER = """\
 # of untraced steps (tracing slows small kernels). coverage: sum of profiled op times / step time;
 # step_coverage: the same per traced step, median over steps (robust to a loaded machine).
 # op_coverage: fraction of GraphDef ops seen in step_stats (untaken Switch branches are not run).
+# Measured, not estimated: step times, coverage, per-op times/bytes in the profiles. Computed
+# from shapes by gplace's importer: flops, param_bytes (variables and optimizer slots).
+# Caveat: the 2-core machine was shared with other jobs (load average up to ~9) during the
+# build; times carry that noise (compare resnet50_b16_96 with resnet50_classic_b16_96).
 #
 # Split by architecture family, so that validation and test measure generalization to
 # architectures never seen in training:
