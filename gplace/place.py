@@ -100,6 +100,8 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
           seed: int = 0, progress: bool = True, log=sys.stderr) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring."""
     import gplace
+    import torch
+    torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
     start = time.perf_counter()
     if finetune < 0:
         raise ConfigError(f"finetune = {finetune} must be >= 0")
@@ -182,8 +184,12 @@ def _shortfall_message(problem, measurer, heuristics) -> str:
     cap = np.array([d.memory_bytes for d in problem.cluster.devices])
     d = int(np.argmax(peak - cap))
     return (f"no placement found fits in memory: the closest ({best.name}) needs "
-            f"{peak[d] / 1e9:.2f} GB on {problem.cluster.devices[d].name}, which holds "
-            f"{cap[d] / 1e9:.2f} GB (short by {(peak[d] - cap[d]) / 1e9:.2f} GB)")
+            f"{_size(peak[d])} on {problem.cluster.devices[d].name}, which holds "
+            f"{_size(cap[d])} (short by {_size(peak[d] - cap[d])})")
+
+
+def _size(n: float) -> str:
+    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
 
 
 def _progress_bar(total: int):

@@ -47,6 +47,8 @@ class PretrainConfig:
     num_layers: int = 3
     seed: int = 0
     max_graph_ops: int = 40_000    # skip larger graphs (simulation time per sample)
+    threads: int = 1               # torch intra-op threads: the per-problem nets are tiny, and
+                                   # more threads made steps slower on a busy 2-core machine
     learn: LearnConfig = field(default_factory=LearnConfig)
 
 
@@ -179,6 +181,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
                  devices: int = 1, num_nodes: int = 1, progress: bool = True) -> Path:
     """Trains, then writes the policy checkpoint ``out`` (format of gplace.policy)."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
+    torch.set_num_threads(cfg.threads)
     ckpt_dir = log_dir / "checkpoints"
     last = ckpt_dir / "last.ckpt"
     # Manual optimization: Lightning counts optimizer steps, ppo_epochs of them per batch.

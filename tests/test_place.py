@@ -1,0 +1,139 @@
+"""gplace place: never slower than the heuristics, fits memory, exports a graph TF runs."""
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gplace.errors import GplaceError
+from gplace.policy import GNNPolicy
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("ckpt") / "policy.pt"
+    GNNPolicy(hidden_channels=16, num_layers=2).save(path, meta={"config": {"units": 16}})
+    return path
+
+
+def test_place_is_never_slower_than_the_heuristics_and_fits(checkpoint):
+    from gplace.place import place
+    r = place(EXAMPLE, cluster="post-4gpu", checkpoint=checkpoint, finetune=20, progress=False)
+    s = r.summary
+    for key in ("step_time_s", "single_device_s", "best_heuristic", "lower_bound_s",
+                "zero_shot_step_time_s", "samples", "wall_s", "cluster", "costs"):
+        assert key in s
+    assert s["samples"] == 20 and s["cluster"] == "post-4gpu"
+    assert s["step_time_s"] <= s["best_heuristic"]["step_time_s"] <= s["single_device_s"]
+    assert s["lower_bound_s"] <= s["step_time_s"]
+    from gplace.sim import FastSimulator
+    sim = FastSimulator(r.problem).run(r.placement)
+    assert not sim.oom and sim.step_time_s == pytest.approx(r.step_time_s)
+
+
+def test_memory_limit_that_nothing_fits_names_the_shortfall(checkpoint):
+    from gplace.place import place
+    with pytest.raises(GplaceError, match=r"no placement found fits in memory: .* MB on gpu\d, which holds 1.0 MB \(short by"):
+        place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, memory_limit="1MB",
+              progress=False)
+
+
+def test_memory_limit_per_device_is_respected(checkpoint):
+    from gplace.place import place
+    r = place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, memory_limit="gpu0=1MB",
+              progress=False)
+    assert "gpu0" not in set(r.op_devices.values()) or all(
+        not d.endswith("GPU:0") for d in r.op_devices.values())
+
+
+def test_cli_exports_everything(checkpoint, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "gplace", "place", str(EXAMPLE), "--cluster", "post-2gpu",
+         "--checkpoint", str(checkpoint), "--finetune", "10", "--out", str(tmp_path), "--json"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = json.loads(proc.stdout)
+    assert summary["samples"] == 10
+    for name in ("placed.pb", "placement.json", "trace.json", "report.html", "gantt.png",
+                 "devices.png", "finetune.png", "comparison.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
+    placement = json.loads((tmp_path / "placement.json").read_text())["placement"]
+    import gplace
+    placed = gplace.load_graph(tmp_path / "placed.pb")
+    assert placed.devices.tolist() == [placement[n] for n in placed.names.tolist()]
+    assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
+
+
+RUN_BOTH = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    cpus = tf.config.list_physical_devices("CPU")
+    tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
+    out = {}
+    for name in ("orig", "placed"):
+        gd = tf.compat.v1.GraphDef()
+        gd.ParseFromString(open(sys.argv[1] + f"/{name}.pb", "rb").read())
+        g = tf.Graph()
+        with g.as_default():
+            tf.graph_util.import_graph_def(gd, name="")
+        with tf.compat.v1.Session(graph=g) as s:
+            s.run("init")
+            meta = tf.compat.v1.RunMetadata()
+            loss = s.run("loss:0", options=tf.compat.v1.RunOptions(
+                trace_level=tf.compat.v1.RunOptions.FULL_TRACE), run_metadata=meta)
+        ran = {n.node_name: d.device for d in meta.step_stats.dev_stats for n in d.node_stats}
+        out[name] = {"loss": float(loss), "ran": ran}
+    print(json.dumps(out))
+""")
+
+
+def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_path):
+    """The exported graph runs in TF on two logical CPU devices, gives the original's loss,
+    and its ops ran where the placement put them."""
+    from gplace.cluster import cluster_from_dict
+    from gplace.place import place
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    with tf.Graph().as_default() as g:
+        tf.compat.v1.set_random_seed(1)
+        x = tf.constant(np.linspace(-1, 1, 64 * 32, dtype=np.float32).reshape(64, 32))
+        h = x
+        for i in range(3):
+            w = tf.compat.v1.get_variable(f"w{i}", [32, 32],
+                                          initializer=tf.compat.v1.constant_initializer(0.01 * (i + 1)))
+            h = tf.nn.relu(tf.matmul(h, w))
+        tf.reduce_mean(h, name="loss")
+        tf.compat.v1.global_variables_initializer().__class__  # noqa: B018
+        tf.group(*[v.initializer for v in tf.compat.v1.global_variables()], name="init")
+    (tmp_path / "orig.pb").write_bytes(g.as_graph_def().SerializeToString())
+    cpu = {"kind": "cpu", "peak_flops": 1e11, "mem_bandwidth": 2e10, "memory_bytes": 2e9}
+    cluster = cluster_from_dict({"name": "two-cpus", "devices": [
+        dict(cpu, name="cpu0", tf_device="/job:localhost/replica:0/task:0/device:CPU:0"),
+        dict(cpu, name="cpu1", tf_device="/job:localhost/replica:0/task:0/device:CPU:1")],
+        "default_link": {"bandwidth": 1e10, "latency_s": 1e-6}}, "test")
+    r = place(tmp_path / "orig.pb", cluster=cluster, checkpoint=checkpoint, finetune=10,
+              progress=False)
+    # Force a split so that the check covers both devices.
+    r.placement = np.arange(r.problem.num_units) % 2
+    r.export(tmp_path / "out")
+    (tmp_path / "placed.pb").write_bytes((tmp_path / "out" / "placed.pb").read_bytes())
+    proc = subprocess.run([sys.executable, "-c", RUN_BOTH, str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["placed"]["loss"] == pytest.approx(out["orig"]["loss"], rel=1e-6)
+    want = r.op_devices
+    ran = out["placed"]["ran"]
+    checked = [n for n in ran if n in want]
+    assert len(checked) > 5
+    for name in checked:
+        assert ran[name].endswith(want[name].split("device:")[-1]), (name, ran[name], want[name])
+    assert {want[n][-5:] for n in checked} == {"CPU:0", "CPU:1"}
