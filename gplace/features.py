@@ -8,7 +8,9 @@ of any number and kind of devices:
   mean topological depth, log in/out degree, gradient and optimizer-update fractions;
 * unit-graph edges, both directions: log bytes, control-only flag, direction flag;
 * devices: speed, bandwidth and memory relative to the cluster's best, lanes, link bandwidth and
-  latency to the others;
+  latency to the others, and the device's position among its interchangeable twins (identical
+  GPUs would otherwise get identical logits, and no placement could put consecutive stages on
+  different ones: the position lets the policy say "early units on the first GPU");
 * (unit, device) pairs: the unit's time on that device against its best device, its share of
   the step, and its memory against the device's capacity.
 """
@@ -41,7 +43,7 @@ OP_VOCAB = (
     "SelectV2", "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "Erf", "Gelu",
 )
 VOCAB_INDEX = {t: i for i, t in enumerate(OP_VOCAB)}
-UNIT_FEATURES, EDGE_FEATURES, DEVICE_FEATURES, PAIR_FEATURES = 11, 3, 7, 4
+UNIT_FEATURES, EDGE_FEATURES, DEVICE_FEATURES, PAIR_FEATURES = 11, 3, 9, 4
 
 
 class ProblemFeatures(NamedTuple):
@@ -136,10 +138,45 @@ def device_features(problem: PlacementProblem) -> np.ndarray:
     link_lat = np.where(off, links.latency_s, np.nan)
     mean_bw = np.nan_to_num(np.nanmean(link_bw, 1), nan=0.0) if len(devices) > 1 else np.zeros(1)
     mean_lat = np.nan_to_num(np.nanmean(link_lat, 1), nan=0.0) if len(devices) > 1 else np.zeros(1)
+    position, twins = twin_positions(problem)
     return np.stack([
         peak / peak.max(), bw / bw.max(), mem / mem.max(), np.log2(lanes) / 4,
         _log(mean_bw, 11), _log(mean_lat * 1e6, 3), _log(peak, 14),
+        position / np.maximum(twins - 1, 1), np.log2(twins) / 3,
     ], axis=1).astype(np.float32)
+
+
+def twin_groups(problem: PlacementProblem) -> np.ndarray:
+    """(devices,) id of each device's interchangeable group: equal datasheet figures."""
+    keys = [(d.kind, d.peak_flops, d.mem_bandwidth, d.memory_bytes, d.lanes, d.launch_overhead_s)
+            for d in problem.cluster.devices]
+    first = {k: i for i, k in reversed(list(enumerate(keys)))}
+    return np.array([first[k] for k in keys], np.int64)
+
+
+def twin_positions(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
+    """(position of each device among its twins, size of its twin group)."""
+    groups = twin_groups(problem)
+    position = np.array([int((groups[:d] == groups[d]).sum()) for d in range(len(groups))])
+    return position.astype(np.float64), np.bincount(groups)[groups].astype(np.float64)
+
+
+def canonical(problem: PlacementProblem, placement: np.ndarray) -> np.ndarray:
+    """The placement with interchangeable devices renamed in order of first use (units in id
+    order, which follows the graph's op order): equivalent placements map to one form, so
+    that elite placements agree on device labels. Link topology may differ among twins, so a
+    canonical placement is a target to learn from, not a measured one."""
+    groups = twin_groups(problem)
+    out = placement.copy()
+    for g in np.unique(groups):
+        members = np.flatnonzero(groups == g)
+        if members.size < 2:
+            continue
+        used = [d for d in dict.fromkeys(placement.tolist()) if groups[d] == g]
+        rename = dict(zip(used, members[:len(used)].tolist()))
+        mask = np.isin(placement, list(rename))
+        out[mask] = [rename[d] for d in placement[mask].tolist()]
+    return out
 
 
 def pair_features(problem: PlacementProblem) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from gplace import post
-from gplace.features import problem_features
+from gplace.features import canonical, problem_features
 from gplace.placers.base import Measurer, SimMeasurer
 from gplace.policy import FeatureTensors, GNNPolicy, sample
 from gplace.problem import PlacementProblem
@@ -29,7 +29,8 @@ class LearnConfig:
     samples: int = 16            # K: placements sampled per problem per step
     ppo_epochs: int = 4          # gradient steps on each rollout (Post: ~10 for its table)
     clip: float = 0.2            # PPO clip range
-    ce_weight: float = 1.0       # weight of the elite cross-entropy (weighted-sum form)
+    ce_weight: float = 2.0       # weight of the elite cross-entropy (weighted-sum form); 2:
+                                 # zero-shot quality comes from imitating the elite set
     entropy_coef: float = 0.01   # keeps exploration alive while the elites pull the policy
     elite_size: int = 8          # placements kept in each problem's elite set
     lr: float = 1e-3             # Adam
@@ -71,7 +72,10 @@ class ProblemState:
         del self.elites[self.elite_size:]
 
     def elite_tensor(self) -> torch.Tensor | None:
-        return torch.as_tensor(np.stack([e[2] for e in self.elites])) if self.elites else None
+        """The elites as cross-entropy targets, interchangeable devices in canonical order."""
+        if not self.elites:
+            return None
+        return torch.as_tensor(np.stack([canonical(self.problem, e[2]) for e in self.elites]))
 
 
 def rollout(policy: GNNPolicy, state: ProblemState, count: int, generator: torch.Generator,

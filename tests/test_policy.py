@@ -88,3 +88,16 @@ def test_truncated_checkpoint(tmp_path):
     (tmp_path / "p.pt").write_bytes(data[: len(data) // 2])
     with pytest.raises(ConfigError, match="not a gplace policy checkpoint"):
         GNNPolicy.load(tmp_path / "p.pt")
+
+
+def test_identical_gpus_get_positions_and_canonical_elites():
+    from gplace.features import canonical, twin_positions
+    p = problem("post-4gpu")              # cpu + 4 identical K80s
+    position, twins = twin_positions(p)
+    assert position.tolist() == [0, 0, 1, 2, 3] and twins.tolist() == [1, 4, 4, 4, 4]
+    a = np.array([3, 3, 1, 2, 0, 3, 3, 1])[: p.num_units]
+    b = np.array([4, 4, 2, 1, 0, 4, 4, 2])[: p.num_units]   # the same split, GPUs renamed
+    assert np.array_equal(canonical(p, a), canonical(p, b))
+    assert canonical(p, a)[0] == 1                           # first used GPU becomes gpu0
+    f = problem_features(p)
+    assert not np.array_equal(f.device_x[1], f.device_x[2])  # twins are told apart
