@@ -13,6 +13,9 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO], None], binary: b
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a written file gets the usual mode
     try:
         with os.fdopen(fd, "wb" if binary else "w") as f:
             write(f)
