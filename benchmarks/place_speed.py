@@ -1,0 +1,51 @@
+"""Wall time of `gplace place` on a ~10,000-op graph with --finetune 300 (goal: under a minute).
+
+    .venv/bin/python benchmarks/place_speed.py [MODEL] [--finetune 300]
+
+Default model: the corpus's Keras InceptionV3 training step at batch 32 (11,725 ops). Prints
+the phases: import, heuristics + problem set-up, fine-tuning, export.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", nargs="?", default=str(ROOT / "datasets/corpus/inception_v3_b32.pb"))
+    parser.add_argument("--finetune", type=int, default=300)
+    parser.add_argument("--cluster", default="post-4gpu")
+    args = parser.parse_args()
+    from gplace.tfimport import tensorflow
+    tensorflow()
+    import gplace
+    from gplace.place import place
+    t0 = time.perf_counter()
+    graph = gplace.load_graph(args.model)
+    t_import = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result = place(graph, cluster=args.cluster, finetune=args.finetune, progress=False)
+    t_place = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    result.export(tempfile.mkdtemp())
+    t_export = time.perf_counter() - t0
+    s = result.summary
+    print(f"{s['graph']}: {s['ops']:,} ops, {s['units']} units, cluster {s['cluster']}")
+    print(f"import {t_import:.1f} s; place (heuristics + zero-shot + {s['samples']} fine-tuning "
+          f"samples) {t_place:.1f} s; export {t_export:.1f} s; total {t_import + t_place + t_export:.1f} s")
+    print(f"step time {s['step_time_s'] * 1e3:.2f} ms (simulated), zero-shot "
+          f"{s['zero_shot_step_time_s'] * 1e3:.2f} ms, best heuristic {s['best_heuristic']['name']} "
+          f"{s['best_heuristic']['step_time_s'] * 1e3:.2f} ms, single device "
+          f"{s['single_device_s'] * 1e3:.2f} ms; chosen: {s.get('chosen')}")
+
+
+if __name__ == "__main__":
+    main()
