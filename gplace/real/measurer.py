@@ -43,7 +43,10 @@ from gplace.real.safety import check_safe
 @dataclass(frozen=True)
 class RealConfig:
     warmup_steps: int = 2       # untimed, after the loss step: allocator growth, first-run setup
-    timed_steps: int = 5        # median of these is the step time (Post: 5-10 runs)
+    timed_steps: int = 5        # per round; the median over all rounds is the step time
+    rounds: int = 1             # passes over the whole batch: on a shared machine a burst of
+                                # other work then hits a round of every placement, not all the
+                                # steps of one placement
     timeout_s: float = 120.0    # per placement, all its steps; past it the placement is a hang
     start_timeout_s: float = 90.0  # importing TF in the runner on a busy 2-core machine: ~10 s
     fetch: str = "step_loss"    # the op that ends a corpus training step
@@ -111,6 +114,8 @@ class RealMeasurer:
             self.tasks.stop()
 
     def measure(self, placements: np.ndarray) -> Measurement:
+        """Step times of (B, units) placements; ``last_results`` has times and reasons and
+        ``round_times[r][i]`` the timed steps of round r for the i-th placement that ran."""
         placements = np.atleast_2d(np.asarray(placements, np.int64))
         op_device = self.problem.expand(placements)  # (B, ops); checks shape and range
         peak = self._simulated_peak(placements)
@@ -121,9 +126,12 @@ class RealMeasurer:
                 if reason:
                     results[b] = _failed(reason)
         todo = [b for b in range(len(placements)) if results[b] is None]
-        if todo:
-            for b, r in zip(todo, self._run(op_device[todo])):
-                results[b] = r
+        self.round_times: list[list[tuple[float, ...]]] = []
+        for _ in range(self.config.rounds if todo else 0):
+            passed = self._run(op_device[todo])
+            self.round_times.append([r.times_s for r in passed])
+            for b, r in zip(todo, passed):
+                results[b] = r if results[b] is None else _merge(results[b], r)
         self.last_results = results
         ok = np.array([r.feasible for r in results], bool)
         return Measurement(np.array([r.step_time_s for r in results], np.float64), ok, peak)
@@ -180,10 +188,11 @@ class RealMeasurer:
         deadline = time.monotonic() + self.config.start_timeout_s + self.config.timeout_s
         try:
             while start + len(out) < total:
-                line = lines.read(deadline)
-                if line is None:  # a hang: kill it; the servers may be stuck too
-                    out.append(_failed(f"timed out after {self.config.timeout_s:g} s"
-                                       + self._dead_suffix()))
+                line = lines.read(deadline, abort=self._any_dead)
+                if line is None:  # a hang or a dead server (TF would wait for it until the
+                    dead = self._dead_suffix()  # deadline): kill the runner, restart servers
+                    out.append(_failed(dead[2:-1] if dead else
+                                       f"timed out after {self.config.timeout_s:g} s"))
                     self._restart_tasks()
                     break
                 if line == "":  # the runner died
@@ -205,6 +214,9 @@ class RealMeasurer:
             _kill_group(child)
         return out
 
+    def _any_dead(self) -> bool:
+        return bool(self.tasks is not None and self.tasks.dead_tasks())
+
     def _dead_suffix(self) -> str:
         dead = self.tasks.dead_tasks() if self.tasks is not None else []
         return f" (server process died: {'; '.join(dead)})" if dead else ""
@@ -212,6 +224,16 @@ class RealMeasurer:
     def _restart_tasks(self) -> None:
         if isinstance(self.tasks, LocalProcs):
             self.tasks.start()
+
+
+def _merge(a: RealResult, b: RealResult) -> RealResult:
+    """Two rounds of one placement: all timed steps pooled; the first failure wins."""
+    if not a.feasible:
+        return a
+    if not b.feasible:
+        return b
+    times = a.times_s + b.times_s
+    return RealResult(float(np.median(times)), True, times, a.loss, "")
 
 
 def _failed(reason: str) -> RealResult:
@@ -224,11 +246,12 @@ class _LineReader:
     def __init__(self, fd: int):
         self.fd, self.buffer = fd, b""
 
-    def read(self, deadline: float) -> str | None:
-        """The next line, "" at EOF, None past the deadline."""
+    def read(self, deadline: float, abort=lambda: False) -> str | None:
+        """The next line, "" at EOF, None past the deadline or once ``abort()`` is true
+        (checked every second)."""
         while b"\n" not in self.buffer:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or abort():
                 return None
             ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
             if ready:

@@ -40,7 +40,10 @@ def placed_graph_def(graph_def, op_names: list[str], tf_devices: list[str], op_d
 
 
 def run_one(tf, graph_def, job: dict, op_device) -> dict:
-    from datasets.profiler import ProfileConfig, import_with_initializer, session_config
+    from gplace.real import datasets_profiler
+    prof = datasets_profiler()
+    ProfileConfig, import_with_initializer, session_config = (
+        prof.ProfileConfig, prof.import_with_initializer, prof.session_config)
     placed = placed_graph_def(graph_def, job["op_names"], job["tf_devices"], op_device)
     g, init = import_with_initializer(placed)
     config = session_config(ProfileConfig(inter_op_threads=job["threads"],

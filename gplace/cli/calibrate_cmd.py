@@ -1,0 +1,118 @@
+"""``gplace calibrate --cluster C [--graphs ...] [--placements N] [--out DIR] [--json]``.
+
+Measures the same placements of each graph for real and in the simulator (gplace.calibrate)
+and reports Kendall's tau, Spearman's rho and the median relative error per graph and overall;
+writes DIR/calibration.png (simulated against measured) and DIR/calibration.json. Progress
+lines go to stderr; ``--json`` prints one object on stdout with ``kendall_tau`` and
+``median_rel_error`` at the top level.
+
+Graphs: a corpus name (datasets/corpus/NAME.pb, else built into DIR/graphs with
+``python -m datasets.worker``) or a path to a GraphDef. Default: the three quick corpus graphs
+(quick_mlp, quick_cnn, quick_gpt: families mlp, cnn, gpt), which run in minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from gplace.errors import ConfigError
+
+DEFAULT_GRAPHS = ("quick_mlp", "quick_cnn", "quick_gpt")
+
+
+def add_parser(sub, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help="check the simulator against real runs of placements",
+                       description="Run the same placements for real and in the simulator; "
+                                   "report rank correlation and error.")
+    p.add_argument("--cluster", required=True, metavar="C",
+                   help="a cluster with real devices: local-procs, or a cluster YAML whose "
+                        "devices are /job:worker tasks (with --tasks) or /job:localhost")
+    p.add_argument("--graphs", nargs="+", default=list(DEFAULT_GRAPHS), metavar="G",
+                   help="corpus names or GraphDef paths (default: %(default)s)")
+    p.add_argument("--placements", type=int, default=24, metavar="N",
+                   help="placements per graph, >= 20 (default 24)")
+    p.add_argument("--units", type=int, default=32, metavar="U",
+                   help="coarsen to at most U units (default 32)")
+    p.add_argument("--steps", type=int, default=3,
+                   help="timed steps per placement and round (default 3)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="passes over all placements; medians pool the rounds (default 3)")
+    p.add_argument("--tasks", metavar="FILE",
+                   help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
+                        "(python -m gplace.real.procs serve ...); default: start local ones")
+    p.add_argument("--no-overhead", action="store_true",
+                   help="do not add the measured per-step RPC cost to simulated times")
+    p.add_argument("--allow-unsafe", action="store_true",
+                   help="run graphs with file-system / Python ops (see gplace/real/safety.py)")
+    p.add_argument("--out", default="calibration", metavar="DIR",
+                   help="where the PNG, JSON and profiles go (default: calibration)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    return p
+
+
+def resolve_graph(name: str, out: Path):
+    """GraphSource for a corpus name or a path; builds a missing corpus graph into out/graphs."""
+    from gplace.calibrate import GraphSource
+    root = Path(__file__).resolve().parents[2]
+    family = ""
+    try:
+        sys.path.append(str(root))
+        from datasets.registry import GRAPHS
+        family = GRAPHS[name].family if name in GRAPHS else ""
+    except ImportError:
+        GRAPHS = {}
+    path = Path(name)
+    if path.suffix in (".pb", ".pbtxt") or path.is_file():
+        if not path.is_file():
+            raise ConfigError(f"graph file {name} does not exist")
+        return GraphSource(path.name.split(".")[0], path, family)
+    for candidate in (root / "datasets" / "corpus" / f"{name}.pb", out / "graphs" / f"{name}.pb"):
+        if candidate.is_file():
+            return GraphSource(name, candidate, family)
+    if name not in GRAPHS:
+        raise ConfigError(f"unknown graph {name!r}: not a file and not a corpus name "
+                          f"(e.g. {', '.join(DEFAULT_GRAPHS)})")
+    print(f"gplace calibrate: building {name} (python -m datasets.worker)", file=sys.stderr)
+    (out / "graphs").mkdir(parents=True, exist_ok=True)
+    done = subprocess.run([sys.executable, "-m", "datasets.worker", name, str(out / "graphs")],
+                          cwd=root, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ConfigError(f"building {name} failed: {done.stderr.strip().splitlines()[-1:]}")
+    return GraphSource(name, out / "graphs" / f"{name}.pb", family)
+
+
+def run(args) -> int:
+    from gplace.calibrate import CalibrateConfig, calibrate
+    from gplace.real.measurer import RealConfig
+    from gplace.real.procs import load_task_spec
+    if args.placements < 20:
+        raise ConfigError(f"--placements {args.placements}: the calibration needs >= 20")
+    out = Path(args.out)
+    sources = [resolve_graph(g, out) for g in args.graphs]
+    config = CalibrateConfig(placements=args.placements, max_units=args.units,
+                             step_overhead=not args.no_overhead,
+                             real=RealConfig(timed_steps=args.steps, rounds=args.rounds,
+                                             warmup_steps=1,
+                                             allow_unsafe=args.allow_unsafe))
+    tasks = load_task_spec(args.tasks) if args.tasks else None
+    log = lambda s: print(f"gplace calibrate: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    report = calibrate(sources, args.cluster, config, out, tasks=tasks, log=log)
+    if args.json:
+        print(json.dumps(report.to_json()))
+        return 0
+    print(f"{'graph':<14} {'family':<8} {'ops':>5} {'units':>5} {'n':>3} {'tau':>6} {'rho':>6} "
+          f"{'med.err':>8} {'real-vs-real tau':>17}")
+    for g in report.graphs:
+        n = int(sum(r == "" for r in g.reasons))
+        print(f"{g.name:<14} {g.family:<8} {g.ops:>5} {g.units:>5} {n:>3} {g.kendall_tau:>6.3f} "
+              f"{g.spearman_rho:>6.3f} {g.median_rel_error:>8.1%} {g.repeat_tau:>17.3f}")
+    print(f"{'overall':<14} {'':<8} {'':>5} {'':>5} {'':>3} {report.kendall_tau:>6.3f} "
+          f"{report.spearman_rho:>6.3f} {report.median_rel_error:>8.1%} "
+          f"{report.repeat_tau:>17.3f}   (pooled tau {report.pooled_kendall_tau:.3f})")
+    print(f"link: latency {report.link.latency_s * 1e6:.0f} us, bandwidth "
+          f"{report.link.bandwidth / 1e6:.0f} MB/s; plot: {out / 'calibration.png'}")
+    return 0

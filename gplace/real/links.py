@@ -1,0 +1,143 @@
+"""Link model of a real cluster, fitted from a transfer benchmark (issue 5, item 3).
+
+The simulator charges a tensor sent between devices ``latency + bytes / bandwidth`` (DESIGN.md,
+"Simulator"). Here both are measured: a float32 tensor of ``n`` bytes is read from a variable on
+task ``a`` and consumed on task ``b`` (``x[0]`` of an identity, which waits for the whole tensor), against
+a baseline step in which both tasks run the same trivial work but nothing crosses; the extra
+step time, divided by the number of tensors sent per step (32 small ones, fewer large ones),
+is the cost of one transfer. Least squares of extra time on bytes gives the latency (intercept)
+and 1 / bandwidth (slope), as in Hockney's alpha-beta model (Parallel Computing, 1994).
+
+The same benchmark reports the fixed cost of a step that the simulator does not see: the client
+-> master -> worker RPCs around every ``Session.run`` (``StepOverhead``), once for a step on one
+task and once for a step on two.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from gplace.tfimport import tensorflow
+
+SIZES = (4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20)  # bytes, 4 KiB .. 16 MiB
+
+
+@dataclass(frozen=True)
+class LinkBenchConfig:
+    sizes: tuple[int, ...] = SIZES
+    repeats: int = 15        # timed steps per size and variant; medians (a busy 2-core box)
+    warmup: int = 3
+    timeout_s: float = 60.0
+
+
+class LinkFit(NamedTuple):
+    latency_s: float               # intercept: per-transfer cost
+    bandwidth: float               # bytes/s: 1 / slope
+    sizes: tuple[int, ...]
+    extra_s: tuple[float, ...]     # measured median extra step time per transfer, per size
+    residual_rel: tuple[float, ...]  # (fit - measured) / measured per size
+
+
+class StepOverhead(NamedTuple):
+    one_task_s: float    # median wall time of a trivial step on one task
+    two_task_s: float    # ... of a trivial step that runs on two tasks, nothing crossing
+
+
+def fit_link(sizes, extra_s) -> tuple[float, float]:
+    """(latency, bandwidth) by least squares of extra_s = latency + bytes / bandwidth, each
+    residual relative to its measurement: unweighted, the 64 MiB point alone would set the
+    line, and most tensors of a training step are KiB to a few MiB."""
+    x, y = np.asarray(sizes, np.float64), np.asarray(extra_s, np.float64)
+    w = 1.0 / np.maximum(np.abs(y), 1e-5)
+    (intercept, slope), *_ = np.linalg.lstsq(np.stack([w, w * x], 1), w * y, rcond=None)
+    return float(max(intercept, 0.0)), float(1.0 / max(slope, 1e-15))
+
+
+def _time_steps(sess, fetch, cfg: LinkBenchConfig, options) -> float:
+    for _ in range(cfg.warmup):
+        sess.run(fetch, options=options)
+    times = []
+    for _ in range(cfg.repeats):
+        t0 = time.perf_counter()
+        sess.run(fetch, options=options)
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+def _bench_graph(tf, n_bytes: int, count: int, src: str, dst: str, cross: bool):
+    """(graph, init, fetch): ``count`` variables of ``n_bytes`` on ``src``, each read and
+    consumed (``x[0]`` of an identity, which waits for the whole tensor) on ``dst`` (cross) or
+    on ``src`` (baseline); ``dst`` runs a trivial op in both, so both steps involve both tasks."""
+    g = tf.Graph()
+    with g.as_default():
+        used = []
+        for _ in range(count):
+            with tf.device(src):
+                v = tf.Variable(tf.zeros([max(1, n_bytes // 4)], tf.float32))
+                x = v.read_value()
+            with tf.device(dst if cross else src):
+                used.append(tf.identity(x)[0])  # reads the data; Size would be folded
+        with tf.device(dst):
+            used.append(tf.identity(tf.constant([1.0]))[0])
+        fetch = tf.group(*used)
+        init = tf.compat.v1.global_variables_initializer()
+    return g, init, fetch
+
+
+def transfers_per_step(n_bytes: int) -> int:
+    """Tensors sent per benchmark step: many small ones (one 4 KiB transfer is lost in the
+    step's noise on a busy machine), one of 8 MiB and up."""
+    return int(np.clip((8 << 20) // max(n_bytes, 1), 1, 32))
+
+
+def _trivial_graph(tf, devices: list[str]):
+    g = tf.Graph()
+    with g.as_default():
+        outs = []
+        for d in devices:
+            with tf.device(d):
+                outs.append(tf.identity(tf.constant([1.0]))[0])
+        fetch = tf.group(*outs)
+    return g, fetch
+
+
+def remote_session_config():
+    """The profiler's session config (grappler off, no constant folding: ``tf.size`` of a
+    static shape would otherwise be folded away), minus per-session pools, which a
+    distributed session rejects."""
+    from gplace.real import datasets_profiler
+    prof = datasets_profiler()
+    config = prof.session_config(prof.ProfileConfig())
+    config.use_per_session_threads = False
+    return config
+
+
+def benchmark(target: str, src: str, dst: str,
+              cfg: LinkBenchConfig = LinkBenchConfig()) -> tuple[LinkFit, StepOverhead]:
+    """Runs the benchmark between TF devices ``src`` and ``dst`` of the servers at ``target``."""
+    tf = tensorflow()
+    options = tf.compat.v1.RunOptions(timeout_in_ms=int(cfg.timeout_s * 1000))
+    config = remote_session_config()
+    overhead = []
+    for devices in ([src], [src, dst]):
+        g, fetch = _trivial_graph(tf, devices)
+        with tf.compat.v1.Session(target=target, graph=g, config=config) as sess:
+            overhead.append(_time_steps(sess, fetch, cfg, options))
+    extra = []
+    for n in cfg.sizes:
+        t, count = {}, transfers_per_step(n)
+        for cross in (False, True):
+            g, init, fetch = _bench_graph(tf, n, count, src, dst, cross)
+            with tf.compat.v1.Session(target=target, graph=g, config=config) as sess:
+                sess.run(init, options=options)
+                t[cross] = _time_steps(sess, fetch, cfg, options)
+        extra.append((t[True] - t[False]) / count)
+    latency, bandwidth = fit_link(cfg.sizes, extra)
+    fitted = latency + np.asarray(cfg.sizes) / bandwidth
+    resid = tuple(float(r) for r in (fitted - extra) / np.maximum(np.abs(extra), 1e-9))
+    return (LinkFit(latency, bandwidth, tuple(cfg.sizes), tuple(extra), resid),
+            StepOverhead(*overhead))

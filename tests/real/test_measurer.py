@@ -1,0 +1,119 @@
+"""RealMeasurer on local-procs: same loss as the unplaced graph, infeasible results with reasons,
+and no process left behind."""
+
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from tests.real.conftest import child_pids, tiny_step_graph
+
+
+def problem_for(graph_def, memory_bytes=None):
+    import dataclasses
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.problem import PlacementProblem
+    cluster = load_cluster("local-procs")
+    if memory_bytes is not None:
+        cluster = dataclasses.replace(cluster, devices=tuple(
+            dataclasses.replace(d, memory_bytes=memory_bytes) for d in cluster.devices))
+    return PlacementProblem.build(gplace.load_graph(graph_def, name="tiny"), cluster)
+
+
+def split_placement(problem):
+    """Every other unit on task 1; the loss's ops on task 0, the weights' updates split."""
+    return (np.arange(problem.num_units) % 2).astype(np.int64)
+
+
+def test_two_process_placement_gives_the_unplaced_loss(procs):
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    from gplace.real.runner import run_one
+    from gplace.tfimport import tensorflow
+    gd = tiny_step_graph()
+    problem = problem_for(gd)
+    placement = split_placement(problem)
+    assert len(np.unique(problem.expand(placement))) == 2
+    with RealMeasurer(problem, gd, RealConfig(warmup_steps=1, timed_steps=2), tasks=procs) as m:
+        result = m.measure(placement[None])
+    assert result.feasible[0], m.last_reasons
+    r = m.last_results[0]
+    assert len(r.times_s) == 2 and r.step_time_s > 0 and r.reason == ""
+    # the same graph, unplaced, in this process (fixed-seed initializer, constant inputs)
+    names = [n.name for n in gd.node]
+    job = {"target": "", "fetch": "step_loss", "warmup": 0, "steps": 1, "timeout_s": 60,
+           "threads": 1, "op_names": [], "tf_devices": []}
+    unplaced = run_one(tensorflow(), gd, job, np.zeros(0, np.int64))
+    assert names and r.loss == pytest.approx(unplaced["loss"], rel=1e-6)
+
+
+def test_placement_over_memory_is_refused_before_running():
+    from gplace.real.measurer import RealMeasurer
+    gd = tiny_step_graph()
+    problem = problem_for(gd, memory_bytes=64)
+    before = child_pids()
+    with RealMeasurer(problem, gd, tasks=None) as m:  # owns servers it never needs to start
+        result = m.measure(np.zeros((1, problem.num_units), np.int64))
+        assert m.tasks.procs == []
+    assert not result.feasible[0] and np.isinf(result.step_time_s[0])
+    assert "out of memory (predicted): w0 needs" in m.last_reasons[0]
+    assert child_pids() == before
+
+
+def test_unsafe_graph_is_refused():
+    from gplace.real.measurer import RealMeasurer
+    from gplace.real.safety import UnsafeOpError
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    g = tf.Graph()
+    with g.as_default():
+        tf.io.read_file("/etc/hostname", name="reader")
+    with pytest.raises(UnsafeOpError, match="'reader' of type ReadFile"):
+        RealMeasurer(problem_for(g.as_graph_def()), g.as_graph_def())
+
+
+@pytest.mark.slow
+def test_server_killed_mid_measurement_is_infeasible_and_nothing_is_left():
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    gd = tiny_step_graph(heavy=2)  # a step of ~0.1-1 s
+    problem = problem_for(gd)
+    placement = split_placement(problem)[None]
+    before = child_pids()
+    m = RealMeasurer(problem, gd, RealConfig(warmup_steps=0, timed_steps=1000, timeout_s=300))
+    m.tasks.start()
+    victim = m.tasks.procs[1].pid
+    killer = threading.Timer(15.0, lambda: os.kill(victim, signal.SIGKILL))
+    killer.start()
+    try:
+        dead = m.measure(placement)
+        reason = m.last_reasons[0]
+        m.config = RealConfig(warmup_steps=0, timed_steps=1)
+        again = m.measure(placement)  # on restarted servers
+    finally:
+        killer.cancel()
+        m.close()
+    assert not dead.feasible[0]
+    assert f"server process died: task 1 (pid {victim}) killed by SIGKILL" in reason, reason
+    assert again.feasible[0], m.last_reasons
+    time.sleep(0.5)
+    assert child_pids() == before
+
+
+@pytest.mark.slow
+def test_a_hang_becomes_a_timeout(procs):
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    g = tf.Graph()
+    with g.as_default():
+        q = tf.queue.FIFOQueue(1, tf.float32)
+        tf.identity(q.dequeue(), name="step_loss")  # nothing is ever enqueued
+    gd = g.as_graph_def()
+    problem = problem_for(gd)
+    with RealMeasurer(problem, gd, RealConfig(timeout_s=3), tasks=procs) as m:
+        result = m.measure(np.zeros((1, problem.num_units), np.int64))
+    assert not result.feasible[0]
+    assert "DeadlineExceeded" in m.last_reasons[0] or "timed out" in m.last_reasons[0]

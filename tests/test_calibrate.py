@@ -1,0 +1,104 @@
+"""Calibration statistics, placements and the model adjustments (no TensorFlow run)."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from gplace.calibrate import (_repeat_tau, calibration_placements, kendall_tau, median_rel_error,
+                              scaled_profile, spearman_rho, step_overhead_s)
+from gplace.cluster import load_cluster
+from gplace.graph import OpGraph
+from gplace.problem import PlacementProblem
+from gplace.profile import CostProfile
+from gplace.real.links import StepOverhead, fit_link
+
+
+def brute_tau_b(x, y):
+    c = d = tx = ty = 0
+    for i, j in itertools.combinations(range(len(x)), 2):
+        sx, sy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
+        c += sx * sy > 0
+        d += sx * sy < 0
+        tx += sx == 0 and sy != 0
+        ty += sy == 0 and sx != 0
+    n0 = len(x) * (len(x) - 1) / 2
+    ties_x = sum(np.sign(x[i] - x[j]) == 0 for i, j in itertools.combinations(range(len(x)), 2))
+    ties_y = sum(np.sign(y[i] - y[j]) == 0 for i, j in itertools.combinations(range(len(x)), 2))
+    return (c - d) / np.sqrt((n0 - ties_x) * (n0 - ties_y))
+
+
+def test_kendall_and_spearman_by_hand():
+    x, y = [1, 2, 3, 4, 5], [2, 1, 4, 3, 5]
+    assert kendall_tau(x, y) == pytest.approx(0.6)          # 8 concordant, 2 discordant of 10
+    assert spearman_rho(x, y) == pytest.approx(1 - 6 * 4 / (5 * 24))  # sum d^2 = 4
+    assert kendall_tau(x, x[::-1]) == pytest.approx(-1)
+    assert kendall_tau([1, 1, 2], [1, 2, 3]) == pytest.approx(2 / np.sqrt(2 * 3))  # tau-b ties
+    assert spearman_rho([2, 1, 2], [3, 1, 2]) == pytest.approx(np.sqrt(3) / 2)
+
+
+def test_kendall_matches_brute_force_with_ties():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        x, y = rng.integers(0, 4, 9).astype(float), rng.integers(0, 4, 9).astype(float)
+        if len(set(x)) > 1 and len(set(y)) > 1:
+            assert kendall_tau(x, y) == pytest.approx(brute_tau_b(x, y))
+
+
+def test_median_rel_error_and_link_fit():
+    assert median_rel_error([1.1, 2.0, 2.4], [1.0, 2.0, 3.0]) == pytest.approx(0.1)
+    sizes = np.array([4e3, 6.4e4, 1e6, 1.6e7])
+    latency, bandwidth = fit_link(sizes, 2e-4 + sizes / 5e8)
+    assert latency == pytest.approx(2e-4) and bandwidth == pytest.approx(5e8)
+
+
+def chain_problem(n=40):
+    graph = OpGraph.from_lists(np.full(n, 1e6), np.full(n, 4096),
+                               edges=[(i, i + 1) for i in range(n - 1)]).replace(
+        meta={"name": "chain"})
+    return PlacementProblem.build(graph, load_cluster("local-procs"))
+
+
+def test_calibration_placements_are_distinct_and_cover_the_kinds():
+    problem = chain_problem()
+    placements, labels = calibration_placements(problem, 24, seed=0)
+    assert placements.shape == (24, problem.num_units)
+    assert len({p.tobytes() for p in placements}) == 24
+    assert labels[:2] == ["single:w0", "single:w1"]
+    assert (placements[0] == 0).all() and (placements[1] == 1).all()
+    assert any(l.startswith("split:") for l in labels) and any(l.startswith("mix:") for l in labels)
+    again, _ = calibration_placements(problem, 24, seed=0)
+    assert (again == placements).all()
+
+
+def test_step_overhead_by_tasks_used():
+    problem = chain_problem(4)
+    p = np.array([[0] * problem.num_units, [0] + [1] * (problem.num_units - 1)])
+    assert step_overhead_s(problem, p, StepOverhead(1e-3, 3e-3)).tolist() == [1e-3, 3e-3]
+
+
+def test_scaled_profile_sums_to_the_wall_time():
+    prof = CostProfile("g", "cpu", "m", np.array(["a", "b"]), np.array([1.0, 3.0]),
+                       np.zeros(2, np.int64), np.zeros(2, np.int64), 4.0,
+                       {"untraced_step_time_s": 6.0})
+    scaled = scaled_profile(prof)
+    assert scaled.op_time_s.tolist() == [1.5, 4.5]
+    assert scaled.meta["op_times_scaled_by"] == 1.5
+
+
+def test_repeat_tau_compares_rounds():
+    r1 = [(1.0,), (2.0,), (3.0,), (4.0,)]
+    r2 = [(1.1,), (2.1,), (2.9,), (4.2,)]
+    assert _repeat_tau([r1, r2]) == pytest.approx(1.0)
+    assert np.isnan(_repeat_tau([r1]))
+
+
+def test_cli_rejects_too_few_placements_and_unknown_graphs(tmp_path):
+    import subprocess
+    import sys
+    base = [sys.executable, "-m", "gplace", "calibrate", "--cluster", "local-procs",
+            "--out", str(tmp_path)]
+    few = subprocess.run(base + ["--placements", "5"], capture_output=True, text=True)
+    assert few.returncode == 2 and "needs >= 20" in few.stderr
+    bad = subprocess.run(base + ["--graphs", "no_such_graph"], capture_output=True, text=True)
+    assert bad.returncode == 2 and "unknown graph 'no_such_graph'" in bad.stderr
