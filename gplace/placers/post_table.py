@@ -42,15 +42,21 @@ class LogitTablePlacer:
 
     defaults = PostConfig()
 
-    def __init__(self, seed: int = 0, **config):
+    def __init__(self, seed: int = 0, init_logits: np.ndarray | None = None,
+                 elite_seeds: np.ndarray | None = None, **config):
+        """``init_logits`` (units, devices): start there instead of uniform (a pretrained
+        prior); ``elite_seeds`` (k, units): placements that join the elite set at the first
+        refit without being sampled (as measured by the caller, they cost no budget here)."""
         self.seed = seed
         self.config = replace(self.defaults, **config)
+        self.init_logits, self.elite_seeds = init_logits, elite_seeds
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int) -> PlaceResult:
         cfg, rng = self.config, np.random.default_rng(self.seed)
         tracker = Tracker(problem, measurer, budget)
-        logits = torch.zeros(problem.num_units, problem.num_devices, dtype=torch.float64,
-                             requires_grad=True)
+        start = np.zeros((problem.num_units, problem.num_devices)) if self.init_logits is None \
+            else np.asarray(self.init_logits, np.float64)
+        logits = torch.tensor(start, dtype=torch.float64, requires_grad=True)
         opt = torch.optim.Adam([logits], lr=cfg.lr)
         seen, since_refit = [], 0
         while tracker.left > 0:
@@ -63,7 +69,14 @@ class LogitTablePlacer:
             if cfg.use_ppo:
                 self._ppo(logits, opt, batch, rewards[-len(batch):], seen, rewards)
             if cfg.use_ce and cfg.combine == "interleave" and since_refit >= cfg.refit_every:
-                self._refit(logits, np.concatenate(seen), rewards, problem.num_devices)
+                pool, pool_rewards = np.concatenate(seen), rewards
+                if self.elite_seeds is not None and len(self.elite_seeds):
+                    # Seeds rank just above the best sample (they were measured as at least
+                    # as good by the caller), so they always enter the elite set.
+                    pool = np.concatenate([np.asarray(self.elite_seeds, np.int64), pool])
+                    pool_rewards = np.concatenate(
+                        [np.full(len(self.elite_seeds), rewards.max() + 1e-9), rewards])
+                self._refit(logits, pool, pool_rewards, problem.num_devices)
                 opt = torch.optim.Adam([logits], lr=cfg.lr)  # fresh moments after a jump
                 since_refit = 0
             del m

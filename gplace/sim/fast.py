@@ -325,8 +325,10 @@ class FastSimulator:
         self.threads = threads
         self._local = threading.local()  # one scratch per calling thread, kept between calls
         a = self.arrays
-        biggest = int((np.add.reduceat(a.out_bytes, a.out_ptr[:-1]) * (np.diff(a.out_ptr) > 0)
-                       + a.temp.max(axis=1)).max()) if a.num_ops and a.out_bytes.size else 0
+        # per-op output bytes (np.add.reduceat breaks on trailing ops without outputs)
+        owner = np.repeat(np.arange(a.num_ops), np.diff(a.out_ptr))
+        per_op = np.bincount(owner, weights=a.out_bytes, minlength=a.num_ops)
+        biggest = int((per_op + a.temp.max(axis=1)).max()) if a.num_ops else 0
         if a.num_devices > _DEV_MASK + 1 or biggest >= MAX_BYTES:
             raise ValueError(f"the fast simulator packs a device index into {_DEV_BITS} bits and "
                              f"an op's bytes into the rest: {a.num_devices} devices, {biggest} B")

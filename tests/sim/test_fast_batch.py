@@ -38,3 +38,20 @@ def test_reused_scratch_does_not_leak_between_rows():
     backward = sim.run_batch(placements[::-1])
     for x, y in zip(forward, backward):
         np.testing.assert_array_equal(x, y[::-1])
+
+
+def test_graph_ending_in_ops_without_outputs():
+    """A NoOp (no outputs) as the last op used to break the simulator's set-up."""
+    import numpy as np
+
+    from gplace.cluster import load_cluster
+    from gplace.graph import OpGraph
+    from gplace.problem import PlacementProblem
+    from gplace.sim import FastSimulator, simulate_reference
+    g = OpGraph.from_lists([1e6, 1e6, 0.0], [4096, 4096, 0], [(0, 1)], control_edges=[(1, 2)])
+    g = g.replace(out_ptr=np.array([0, 1, 2, 2]), out_dtype=g.out_dtype[:2],
+                  out_bytes=g.out_bytes[:2], out_rank=g.out_rank[:2], dim_ptr=g.dim_ptr[:3],
+                  out_dims=g.out_dims[:2], edge_bytes=g.edge_bytes)
+    p = PlacementProblem.build(g, load_cluster("post-2gpu"))
+    placement = np.array([1, 2, 1])
+    assert FastSimulator(p).run(placement).step_time_s == simulate_reference(p, placement).step_time_s
