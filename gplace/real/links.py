@@ -1,11 +1,10 @@
 """Link model of a real cluster, fitted from a transfer benchmark (issue 5, item 3).
 
 The simulator charges a tensor sent between devices ``latency + bytes / bandwidth`` (DESIGN.md,
-"Simulator"). Here both are measured: a float32 tensor of ``n`` bytes is read from a variable on
-task ``a`` and consumed on task ``b`` (``x[0]`` of an identity, which waits for the whole tensor), against
-a baseline step in which both tasks run the same trivial work but nothing crosses; the extra
-step time, divided by the number of tensors sent per step (32 small ones, fewer large ones),
-is the cost of one transfer. Least squares of extra time on bytes gives the latency (intercept)
+"Simulator"). Here both are measured: a float32 tensor of ``n`` bytes hops back and forth
+between tasks ``a`` and ``b`` along a chain of identities (each hop waits for the whole tensor),
+against a baseline step in which the same chain stays on ``a``; the extra step time divided by
+the number of hops (32 for small tensors, 2 for large ones) is the cost of one transfer. Least squares of extra time on bytes gives the latency (intercept)
 and 1 / bandwidth (slope), as in Hockney's alpha-beta model (Parallel Computing, 1994).
 
 The same benchmark reports the fixed cost of a step that the simulator does not see: the client
@@ -32,6 +31,9 @@ class LinkBenchConfig:
     repeats: int = 15        # timed steps per size and variant; medians (a busy 2-core box)
     warmup: int = 3
     timeout_s: float = 60.0
+    busy_matmuls: int = 0    # > 0: both tasks also run a chain of this many 256x256 matmuls in
+                             # every step (baseline and cross), so transfers compete for the
+                             # one core of each task as they do inside a training step
 
 
 class LinkFit(NamedTuple):
@@ -68,30 +70,44 @@ def _time_steps(sess, fetch, cfg: LinkBenchConfig, options) -> float:
     return float(np.median(times))
 
 
-def _bench_graph(tf, n_bytes: int, count: int, src: str, dst: str, cross: bool):
-    """(graph, init, fetch): ``count`` variables of ``n_bytes`` on ``src``, each read and
-    consumed (``x[0]`` of an identity, which waits for the whole tensor) on ``dst`` (cross) or
-    on ``src`` (baseline); ``dst`` runs a trivial op in both, so both steps involve both tasks."""
+def _busy(tf, device: str, matmuls: int):
+    with tf.device(device):
+        m = tf.ones([256, 256]) * 1e-3
+        for _ in range(matmuls):
+            m = tf.matmul(m, m)
+        return m[0, 0]
+
+
+def _bench_graph(tf, n_bytes: int, count: int, src: str, dst: str, cross: bool,
+                 busy: int = 0):
+    """(graph, init, fetch): a variable of ``n_bytes`` on ``src`` passed along a chain of
+    ``count`` identities that alternate between ``dst`` and ``src`` (cross), or all on ``src``
+    (baseline). Each hop waits for the whole tensor of the one before, so the hops are
+    dependent, as transfers on a training step's critical path are (concurrent tensors would
+    overlap in gRPC and understate the cost of one). ``dst`` runs a trivial op in both."""
     g = tf.Graph()
     with g.as_default():
-        used = []
-        for _ in range(count):
-            with tf.device(src):
-                v = tf.Variable(tf.zeros([max(1, n_bytes // 4)], tf.float32))
-                x = v.read_value()
-            with tf.device(dst if cross else src):
-                used.append(tf.identity(x)[0])  # reads the data; Size would be folded
+        with tf.device(src):
+            v = tf.Variable(tf.zeros([max(1, n_bytes // 4)], tf.float32))
+            x = v.read_value()
+        for hop in range(count):
+            with tf.device((dst if hop % 2 == 0 else src) if cross else src):
+                x = tf.identity(x)
+        with tf.device(src):
+            used = [tf.identity(x)[0]]  # reads the data; Size would be folded
         with tf.device(dst):
             used.append(tf.identity(tf.constant([1.0]))[0])
+        if busy:
+            used += [_busy(tf, src, busy), _busy(tf, dst, busy)]
         fetch = tf.group(*used)
         init = tf.compat.v1.global_variables_initializer()
     return g, init, fetch
 
 
 def transfers_per_step(n_bytes: int) -> int:
-    """Tensors sent per benchmark step: many small ones (one 4 KiB transfer is lost in the
-    step's noise on a busy machine), one of 8 MiB and up."""
-    return int(np.clip((8 << 20) // max(n_bytes, 1), 1, 32))
+    """Hops per benchmark step (even: the chain ends where it began): many for small tensors
+    (one 4 KiB transfer is lost in a step's noise on a busy machine), 2 from 4 MiB up."""
+    return int(np.clip((8 << 20) // max(n_bytes, 1), 2, 32)) // 2 * 2
 
 
 def _trivial_graph(tf, devices: list[str]):
@@ -131,7 +147,7 @@ def benchmark(target: str, src: str, dst: str,
     for n in cfg.sizes:
         t, count = {}, transfers_per_step(n)
         for cross in (False, True):
-            g, init, fetch = _bench_graph(tf, n, count, src, dst, cross)
+            g, init, fetch = _bench_graph(tf, n, count, src, dst, cross, cfg.busy_matmuls)
             with tf.compat.v1.Session(target=target, graph=g, config=config) as sess:
                 sess.run(init, options=options)
                 t[cross] = _time_steps(sess, fetch, cfg, options)

@@ -97,6 +97,7 @@ class RealMeasurer:
         self.owns_tasks = tasks is None and n > 0
         self.tasks = LocalProcs(n) if self.owns_tasks else tasks
         self.last_results: list[RealResult] = []
+        self.round_times: list[list[tuple[float, ...]]] = []
         self._sim = None
 
     @property
@@ -126,7 +127,7 @@ class RealMeasurer:
                 if reason:
                     results[b] = _failed(reason)
         todo = [b for b in range(len(placements)) if results[b] is None]
-        self.round_times: list[list[tuple[float, ...]]] = []
+        self.round_times = []
         for _ in range(self.config.rounds if todo else 0):
             passed = self._run(op_device[todo])
             self.round_times.append([r.times_s for r in passed])
@@ -154,7 +155,6 @@ class RealMeasurer:
     # ---- running ---------------------------------------------------------------------------
     def _run(self, op_device: np.ndarray) -> list[RealResult]:
         """Runs (k, ops) op placements in runner children; restarts after a failure."""
-        cfg = self.config
         with tempfile.TemporaryDirectory(prefix="gplace-real-") as tmp:
             job_dir = Path(tmp)
             (job_dir / "graph.pb").write_bytes(self.graph_def.SerializeToString())
@@ -179,10 +179,12 @@ class RealMeasurer:
 
     def _run_child(self, job_dir: Path, start: int, total: int) -> list[RealResult]:
         """Results from ``start`` on until the child ends, fails a placement or hangs."""
-        child = subprocess.Popen(
-            [sys.executable, "-m", "gplace.real.runner", str(job_dir), str(start)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            start_new_session=True, cwd=_repo_root(), env=_child_env())
+        err_path = job_dir / "runner.err"
+        with open(err_path, "wb") as err:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "gplace.real.runner", str(job_dir), str(start)],
+                stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=_repo_root(),
+                env=_child_env())
         out: list[RealResult] = []
         lines = _LineReader(child.stdout.fileno())
         deadline = time.monotonic() + self.config.start_timeout_s + self.config.timeout_s
@@ -190,14 +192,14 @@ class RealMeasurer:
             while start + len(out) < total:
                 line = lines.read(deadline, abort=self._any_dead)
                 if line is None:  # a hang or a dead server (TF would wait for it until the
-                    dead = self._dead_suffix()  # deadline): kill the runner, restart servers
-                    out.append(_failed(dead[2:-1] if dead else
-                                       f"timed out after {self.config.timeout_s:g} s"))
+                    dead = self._dead_reason()  # deadline): kill the runner, restart servers
+                    out.append(_failed(dead or f"timed out after {self.config.timeout_s:g} s"))
                     self._restart_tasks()
                     break
                 if line == "":  # the runner died
+                    tail = _last_line(err_path)
                     out.append(_failed(f"runner exited with code {child.wait()}"
-                                       + self._dead_suffix()))
+                                       + (f" ({tail})" if tail else "") + self._dead_suffix()))
                     break
                 record = json.loads(line)
                 if record["ok"]:
@@ -217,13 +219,25 @@ class RealMeasurer:
     def _any_dead(self) -> bool:
         return bool(self.tasks is not None and self.tasks.dead_tasks())
 
-    def _dead_suffix(self) -> str:
+    def _dead_reason(self) -> str:
         dead = self.tasks.dead_tasks() if self.tasks is not None else []
-        return f" (server process died: {'; '.join(dead)})" if dead else ""
+        return f"server process died: {'; '.join(dead)}" if dead else ""
+
+    def _dead_suffix(self) -> str:
+        dead = self._dead_reason()
+        return f" ({dead})" if dead else ""
 
     def _restart_tasks(self) -> None:
         if isinstance(self.tasks, LocalProcs):
             self.tasks.start()
+
+
+def _last_line(path: Path) -> str:
+    try:
+        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
 
 
 def _merge(a: RealResult, b: RealResult) -> RealResult:

@@ -117,3 +117,18 @@ def test_a_hang_becomes_a_timeout(procs):
         result = m.measure(np.zeros((1, problem.num_units), np.int64))
     assert not result.feasible[0]
     assert "DeadlineExceeded" in m.last_reasons[0] or "timed out" in m.last_reasons[0]
+
+
+@pytest.mark.slow
+def test_local_cluster_runs_in_process_without_servers():
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.problem import PlacementProblem
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    gd = tiny_step_graph()
+    problem = PlacementProblem.build(gplace.load_graph(gd, name="tiny"), load_cluster("local"))
+    with RealMeasurer(problem, gd, RealConfig(warmup_steps=0, timed_steps=2)) as m:
+        assert m.tasks is None
+        result = m.measure(np.zeros((1, problem.num_units), np.int64))
+    assert result.feasible[0], m.last_reasons
+    assert m.last_results[0].loss is not None
