@@ -70,6 +70,7 @@ class GNNPlacer:
         zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
         if state.elites:
             state.ref_time_s = state.elites[0][0]
+        start_time = state.elites[0][0] if state.elites else np.inf
         opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
         rng = np.random.default_rng(self.seed)
         while tracker.left > 0:
@@ -85,7 +86,9 @@ class GNNPlacer:
                 self._local_moves(policy, state, tracker, n_local, rng)
             if progress:
                 progress(tracker.used, state.elites[0][0] if state.elites else np.inf)
-        return self._best(state, tracker, zero_time, start)
+        result = self._best(state, tracker, zero_time, start)
+        result.info["start_step_time_s"] = start_time  # best of zero-shot and seeds
+        return result
 
     def _local_moves(self, policy, state, tracker, count, rng) -> None:
         """Moves one unit of the best placement so far, ``count`` times independently; the

@@ -120,8 +120,12 @@ def finetune_curve(result):
     s = result.summary
     fig, ax = plt.subplots(figsize=(7, 4))
     curve = result.finetune.history.best_so_far()
+    start = result.finetune.info.get("start_step_time_s", np.inf)
     if curve.size:
-        ax.plot(np.arange(1, curve.size + 1), curve * 1e3, label="best fine-tuning sample")
+        ax.plot(np.arange(1, curve.size + 1), np.minimum(curve, start) * 1e3,
+                label="best so far (from the zero-shot and heuristic starts)")
+        ax.plot(np.arange(1, curve.size + 1), curve * 1e3, lw=0.8, alpha=0.6,
+                label="best fine-tuning sample alone")
     for label, value, style in (("zero-shot", s["zero_shot_step_time_s"], "--"),
                                 ("best heuristic", s["best_heuristic"]["step_time_s"], ":"),
                                 ("single device", s["single_device_s"], "-."),
