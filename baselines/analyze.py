@@ -50,21 +50,21 @@ def headline(table: dict) -> str:
 
 
 def versus(table: dict, a: str, others: tuple[str, ...]) -> str:
-    """Per pair: how much shorter a's step time is than each other's, in % (positive = a wins)."""
-    out = ["| graph | cluster | " + " | ".join(f"vs {o}" for o in others) + " |",
+    """Per pair: a's step time over each other's (< 1: a is faster), and the change in %."""
+    out = ["| graph | cluster | " + " | ".join(f"{a} / {o}" for o in others) + " |",
            "|---|---|" + "---|" * len(others)]
-    gains = {o: [] for o in others}
+    ratios = {o: [] for o in others}
     for (g, c), rows in table.items():
         cells = []
         for o in others:
             ref = best_heuristic(rows)[1] if o == "best heuristic" else rows[o]["ms"]
-            gain = 100 * (1 - rows[a]["ms"] / ref)
-            gains[o].append(gain)
-            cells.append(f"{gain:+.1f}%")
+            ratio = rows[a]["ms"] / ref
+            ratios[o].append(ratio)
+            cells.append(f"{ratio:.2f} ({100 * (ratio - 1):+.0f}%)")
         out.append(f"| {g} | {c} | " + " | ".join(cells) + " |")
-    out.append("| **wins / mean / best** | | " + " | ".join(
-        f"{sum(x > 0 for x in gains[o])}/{len(gains[o])}, {np.mean(gains[o]):+.1f}%, "
-        f"{max(gains[o]):+.1f}%" for o in others) + " |")
+    out.append("| **faster in / geo-mean / best** | | " + " | ".join(
+        f"{sum(x < 1 for x in ratios[o])}/{len(ratios[o])}, "
+        f"{np.exp(np.mean(np.log(ratios[o]))):.2f}, {min(ratios[o]):.2f}" for o in others) + " |")
     return "\n".join(out)
 
 
@@ -82,16 +82,29 @@ def ablation(table: dict) -> str:
     return "\n".join(out)
 
 
+def pairwise(table: dict, pairs: tuple) -> str:
+    out = ["| A | B | A faster in | geo-mean A/B | best A/B | worst A/B |", "|---|---|---|---|---|---|"]
+    for a, b in pairs:
+        r = np.array([rows[a]["ms"] / rows[b]["ms"] for rows in table.values()])
+        out.append(f"| {a} | {b} | {(r < 1).sum()}/{len(r)} | {np.exp(np.log(r).mean()):.3f} | "
+                   f"{r.min():.2f} | {r.max():.2f} |")
+    return "\n".join(out)
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else Path(__file__).resolve().parent / "results.csv"
     table = load(path)
     print("## Headline (ms, mean ± std over 3 seeds; bold = best of all 16 methods)\n")
     print(headline(table))
-    print("\n## Post's step time against the others (% shorter; + = Post faster)\n")
+    print("\n## Post's step time over the others' (< 1 and negative %: Post is faster)\n")
     print(versus(table, "post", ("pg", "random", "hill", "anneal", "genetic", "best heuristic")))
     print("\n## The halves of Post's objective (ms)\n")
     print(ablation(table))
-    print("\n## Hill climbing against the others (% shorter; + = hill faster)\n")
+    print("\n## Pairwise: A's step time over B's (< 1: A is faster)\n")
+    print(pairwise(table, (("post", "ce"), ("post", "ppo"), ("post-sum", "ce"),
+                           ("post-sum", "ppo"), ("post-sum", "post"), ("ppo", "ce"),
+                           ("ppo", "pg"), ("ce", "pg"), ("post", "pg"))))
+    print("\n## Hill climbing's step time over the others'\n")
     print(versus(table, "hill", ("post", "anneal", "genetic", "best heuristic")))
     return 0
 
