@@ -44,6 +44,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--tasks", metavar="FILE",
                    help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
                         "(python -m gplace.real.procs serve ...); default: start local ones")
+    p.add_argument("--transfer-cpu", type=float, default=0.8, metavar="MS_PER_MB",
+                   help="CPU per MB a transfer takes from its one-core tasks, folded into the "
+                        "simulated link bandwidth (default 0.8; see calibration/RESULTS.md)")
     p.add_argument("--no-overhead", action="store_true",
                    help="do not add the measured per-step RPC cost to simulated times")
     p.add_argument("--allow-unsafe", action="store_true",
@@ -95,6 +98,7 @@ def run(args) -> int:
     sources = [resolve_graph(g, out) for g in args.graphs]
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,
+                             transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,
                              real=RealConfig(timed_steps=args.steps, rounds=args.rounds,
                                              warmup_steps=1,
                                              allow_unsafe=args.allow_unsafe))

@@ -22,13 +22,17 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_servers_are_pinned_and_stopped(procs):
+def test_servers_are_pinned_and_running(procs):
     cores = sorted(os.sched_getaffinity(0))
     assert len(procs.pids) == 2 and all(alive(p) for p in procs.pids)
     sets = [os.sched_getaffinity(p) for p in procs.pids]
     if len(cores) >= 2:
         assert sets[0].isdisjoint(sets[1])
     assert procs.dead_tasks() == []
+
+
+@pytest.mark.slow
+def test_a_dead_server_is_reported_and_restarted(procs):
     os.kill(procs.pids[1], signal.SIGKILL)
     procs.procs[1].wait()
     assert procs.dead_tasks()[0].startswith("task 1 (pid") and "SIGKILL" in procs.dead_tasks()[0]
