@@ -70,7 +70,8 @@ def versus(table: dict, a: str, others: tuple[str, ...]) -> str:
 
 def ablation(table: dict) -> str:
     ms = ("post", "post-sum", "ce", "ppo", "pg")
-    out = ["| graph | cluster | " + " | ".join(ms) + " | best |", "|---|---|" + "---|" * (len(ms) + 1)]
+    out = ["| graph | cluster | " + " | ".join(ms) + " | best |",
+           "|---|---|" + "---|" * (len(ms) + 1)]
     ranks = {m: [] for m in ms}
     for (g, c), rows in table.items():
         order = sorted(ms, key=lambda m: rows[m]["ms"])
@@ -83,7 +84,8 @@ def ablation(table: dict) -> str:
 
 
 def pairwise(table: dict, pairs: tuple) -> str:
-    out = ["| A | B | A faster in | geo-mean A/B | best A/B | worst A/B |", "|---|---|---|---|---|---|"]
+    out = ["| A | B | A faster in | geo-mean A/B | best A/B | worst A/B |",
+           "|---|---|---|---|---|---|"]
     for a, b in pairs:
         r = np.array([rows[a]["ms"] / rows[b]["ms"] for rows in table.values()])
         out.append(f"| {a} | {b} | {(r < 1).sum()}/{len(r)} | {np.exp(np.log(r).mean()):.3f} | "

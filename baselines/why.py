@@ -31,6 +31,8 @@ from gplace.problem import CoarsenConfig, PlacementProblem
 
 PAIRS = (("inception_v3_b32", "post-4gpu"), ("inception_v3_b32", "hetero"),
          ("nmt_4l", "post-4gpu"))
+TITLE = ('# why.py: the uniform start and the coarsening level'
+         " (budget 2400, 3 seeds; simulated estimates, ms)")
 BUDGET, SEEDS = int(os.environ.get("WHY_BUDGET", 2400)), 3   # WHY_BUDGET: smoke tests
 
 
@@ -79,7 +81,8 @@ def runs(problem, method, start=None):
     measurer = SimMeasurer(problem)
     out = []
     for seed in range(SEEDS):
-        placer = WarmPost(start, seed=seed) if method == "post-warm" else get_placer(method, seed=seed)
+        placer = (WarmPost(start, seed=seed) if method == "post-warm"
+                  else get_placer(method, seed=seed))
         r = placer.place(problem, measurer, BUDGET)
         out.append((r.step_time_s * 1e3, cpu_share(problem, r.placement)))
     t = np.array(out)
@@ -88,6 +91,7 @@ def runs(problem, method, start=None):
 
 def main() -> int:
     torch.set_num_threads(1)
+    print(TITLE + "\n")
     print("| graph | cluster | units | method | step time ms (mean ± std, 3 seeds) | "
           "ops on CPU | note |\n|---|---|---|---|---|---|---|")
     for gname, cname in PAIRS:
