@@ -48,6 +48,13 @@ class GNNPlacer:
         units = self.meta.get("config", {}).get("units", FinetuneConfig.units)
         self.config = config or FinetuneConfig(units=units)
 
+    def place(self, model, cluster=None, finetune: int = 0, **options):
+        """Places a graph (path, GraphDef, tf.Graph or OpGraph) with this policy: see
+        :func:`gplace.place.place` for the options; returns a PlacementResult."""
+        from gplace.place import place
+        return place(model, cluster=cluster, checkpoint=self, finetune=finetune,
+                     seed=options.pop("seed", self.seed), **options)
+
     def zero_shot(self, problem: PlacementProblem) -> np.ndarray:
         state = ProblemState(problem, measurer=_NoMeasurer())
         with torch.no_grad():

@@ -75,7 +75,7 @@ class PlacementResult:
 
     graph: OpGraph
     problem: PlacementProblem
-    placement: np.ndarray            # (units,) device index per unit
+    unit_placement: np.ndarray       # (units,) device index per unit of ``problem``
     step_time_s: float
     summary: dict[str, Any]
     finetune: PlaceResult
@@ -83,9 +83,14 @@ class PlacementResult:
     source: Any                      # what was imported: a path, a GraphDef or a tf.Graph
 
     @property
+    def placement(self) -> dict[str, str]:
+        """op name -> TF device string (the same as ``op_devices``)."""
+        return self.op_devices
+
+    @property
     def op_devices(self) -> dict[str, str]:
         """op name -> TF device string."""
-        devs = self.problem.expand(self.placement)
+        devs = self.problem.expand(self.unit_placement)
         tf_names = [d.tf_device for d in self.problem.cluster.devices]
         return {n: tf_names[d] for n, d in zip(self.graph.names.tolist(), devs.tolist())}
 
@@ -108,13 +113,14 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     graph = model if isinstance(model, OpGraph) else gplace.load_graph(model)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
-    placer = gplace.load(checkpoint, seed=seed)
+    from gplace.gnn_placer import GNNPlacer
+    placer = checkpoint if isinstance(checkpoint, GNNPlacer) else gplace.load(checkpoint, seed=seed)
     # The heuristics work on colocation groups, the policy on coarsened units (as pretrained);
     # heuristic placements seed the policy's elite set, projected onto its units.
     fine = PlacementProblem.build(graph, chosen, CostModel())
     coarse = PlacementProblem.build(graph, chosen, CostModel(),
                                     CoarsenConfig(max_units=placer.config.units))
-    fine_measurer, measurer = _measurer(fine, measure), _measurer(coarse, measure)
+    fine_measurer, measurer = _measurer(fine, measure, model), _measurer(coarse, measure, model)
     heuristics = {h: get_placer(h).place(fine, fine_measurer, 0) for h in CHEAP_HEURISTICS}
     seeds = [project(fine, coarse, r.placement) for r in heuristics.values()]
     bar = _progress_bar(finetune) if progress and finetune else None
@@ -122,6 +128,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
                                  progress=bar.update_to if bar else None)
     if bar:
         bar.close()
+    for m in (fine_measurer, measurer):
+        if hasattr(m, "__exit__"):
+            m.__exit__(None, None, None)  # stops the TF server processes of real measurement
     best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
     if not tuned.feasible and not best_h.feasible:
         raise GplaceError(_shortfall_message(fine, fine_measurer, heuristics))
@@ -144,15 +153,17 @@ def project(fine: PlacementProblem, coarse: PlacementProblem, placement: np.ndar
     return votes.argmax(axis=1).astype(np.int64)
 
 
-def _measurer(problem: PlacementProblem, measure: str):
+def _measurer(problem: PlacementProblem, measure: str, source):
     if measure == "sim":
         return SimMeasurer(problem)
     if measure == "real":
-        try:
-            from gplace.real import RealMeasurer
-        except ImportError as e:
-            raise ConfigError(f"--measure real is not available here ({e})") from None
-        return RealMeasurer(problem)
+        from gplace.real import RealMeasurer
+        from gplace.report import source_graph_def
+        graph_def = source_graph_def(source)
+        if graph_def is None:
+            raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
+                              "tf.Graph), not an OpGraph")
+        return RealMeasurer(problem, graph_def)
     raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
 
 

@@ -18,11 +18,11 @@ from gplace.sim import FastSimulator
 from gplace.sim.trace import write_trace
 
 
-def placed_graph_def(result):
-    """The source GraphDef (functions inlined as the importer did) with NodeDef.device set."""
+def source_graph_def(src):
+    """The GraphDef behind what ``place`` imported, functions inlined as the importer did;
+    None for an OpGraph."""
     from gplace.importer import functions
     from gplace.importer.reader import read_graph_def
-    src = result.source
     if isinstance(src, (str, Path)):
         graph_def, _ = read_graph_def(src)
     elif hasattr(src, "as_graph_def"):
@@ -32,6 +32,14 @@ def placed_graph_def(result):
     else:
         return None
     graph_def, _ = functions.inline_functions(graph_def)
+    return graph_def
+
+
+def placed_graph_def(result):
+    """The source GraphDef with NodeDef.device set for every op."""
+    graph_def = source_graph_def(result.source)
+    if graph_def is None:
+        return None
     placed = type(graph_def)()
     placed.CopyFrom(graph_def)
     devices = result.op_devices
@@ -51,7 +59,7 @@ def export_all(result, out: Path) -> list[Path]:
         written.append(out / "placed.pb")
     atomic_write_text(out / "placement.json", json.dumps(
         {"summary": result.summary, "placement": result.op_devices}, indent=1))
-    sim = FastSimulator(result.problem).run(result.placement)
+    sim = FastSimulator(result.problem).run(result.unit_placement)
     write_trace(out / "trace.json", result.problem, sim)
     written += [out / "placement.json", out / "trace.json"]
     figures = {"gantt.png": gantt(result, sim), "devices.png": devices_figure(result, sim),

@@ -35,8 +35,20 @@ def test_place_is_never_slower_than_the_heuristics_and_fits(checkpoint):
     assert s["step_time_s"] <= s["best_heuristic"]["step_time_s"] <= s["single_device_s"]
     assert s["lower_bound_s"] <= s["step_time_s"]
     from gplace.sim import FastSimulator
-    sim = FastSimulator(r.problem).run(r.placement)
+    sim = FastSimulator(r.problem).run(r.unit_placement)
     assert not sim.oom and sim.step_time_s == pytest.approx(r.step_time_s)
+
+
+def test_python_api_places_a_graph_def(checkpoint):
+    import gplace
+    from gplace.tfimport import tensorflow
+    gd = tensorflow().compat.v1.GraphDef()
+    gd.ParseFromString(EXAMPLE.read_bytes())
+    placer = gplace.load(checkpoint)
+    result = placer.place(gd, cluster="post-2gpu", finetune=10, progress=False)
+    assert result.summary["samples"] == 10 and result.step_time_s > 0
+    assert set(result.placement) == {n.name for n in gd.node}
+    assert all("/device:" in d for d in result.placement.values())
 
 
 def test_memory_limit_that_nothing_fits_names_the_shortfall(checkpoint):
@@ -122,7 +134,7 @@ def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_pat
     r = place(tmp_path / "orig.pb", cluster=cluster, checkpoint=checkpoint, finetune=10,
               progress=False)
     # Force a split so that the check covers both devices.
-    r.placement = np.arange(r.problem.num_units) % 2
+    r.unit_placement = np.arange(r.problem.num_units) % 2
     r.export(tmp_path / "out")
     (tmp_path / "placed.pb").write_bytes((tmp_path / "out" / "placed.pb").read_bytes())
     proc = subprocess.run([sys.executable, "-c", RUN_BOTH, str(tmp_path)],
