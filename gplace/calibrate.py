@@ -344,7 +344,7 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
         fitted = calibrated_cluster(cluster, link, config.transfer_cpu_s_per_byte)
         log(f"simulated link: latency {link.latency_s * 1e6:.0f} us, effective bandwidth "
             f"{fitted.default_link.bandwidth / 1e6:.0f} MB/s (transfer CPU "
-            f"{config.transfer_cpu_s_per_byte * 1e6:.2f} ms/MB)")
+            f"{config.transfer_cpu_s_per_byte * 1e9:.2f} ms/MB)")
         graphs = []
         for source in sources:
             log(f"{source.name}: profiling on one pinned process")
