@@ -80,8 +80,10 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
 def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     """The imported graph, from the cache when it is fresh."""
     import gplace
+    from gplace.importer import IMPORTER_VERSION
     stat = entry.path.stat()
-    cache = entry.path.parent / ".gplace-cache" / f"{entry.name}-{stat.st_size}-{int(stat.st_mtime)}.npz"
+    cache = entry.path.parent / ".gplace-cache" / (
+        f"{entry.name}-{stat.st_size}-{int(stat.st_mtime)}-v{IMPORTER_VERSION}.npz")
     if cache.exists():
         try:
             return OpGraph.load(cache)

@@ -91,3 +91,15 @@ def test_recorded_output_shapes_and_conv_flops(testdata):
     assert g.group[assign] == g.group[g.index("DW")]
     # float32 variables DW 3x3x3x6, DW2 2x2x6x12 and ScalarW: 4 * (162 + 288 + 1) bytes
     assert g.param_bytes.sum() == 1804
+
+
+def test_loop_variable_control_flow_ops_share_a_group(testdata):
+    """TF runs each loop variable's Enter, Merge, Switch, Exit and NextIteration on one device."""
+    g = gplace.load_graph(testdata / "while_loop.pbtxt")
+    loop_ops = np.isin(g.op_types, ["Enter", "Merge", "Switch", "Exit", "NextIteration"])
+    for s, d in zip(g.edge_src, g.edge_dst):
+        pair = (g.op_types[s], g.op_types[d])
+        if pair in {("Enter", "Merge"), ("NextIteration", "Merge"), ("Merge", "Switch"),
+                    ("Switch", "Exit")}:
+            assert g.group[s] == g.group[d], (g.names[s], g.names[d])
+    assert loop_ops.sum() > np.unique(g.group[loop_ops]).size
