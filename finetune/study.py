@@ -158,10 +158,11 @@ def main(argv=None) -> int:
     atomic_write_text(out / "results.csv", buf.getvalue())
     pngs = plot(out, results)
     head = (out / "RESULTS.head.md").read_text() if (out / "RESULTS.head.md").exists() else ""
+    tail = (out / "RESULTS.tail.md").read_text() if (out / "RESULTS.tail.md").exists() else ""
     atomic_write_text(out / "RESULTS.md", head + "\n## Results\n\nStep times in ms (mean ± std "
                       f"over {args.seeds} seeds), simulated with the roofline cost model "
                       "(estimates, not hardware).\n\n" + table(results) + "\n" + verdict(results)
-                      + "\n" + "".join(f"![{p}]({p})\n" for p in pngs))
+                      + "\n" + "".join(f"![{p}]({p})\n" for p in pngs) + tail)
     print(table(results) + verdict(results))
     return 0
 
