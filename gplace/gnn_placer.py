@@ -3,10 +3,16 @@
     placer = gplace.load()                       # the checkpoint shipped with the package
     result = placer.place_problem(problem, SimMeasurer(problem), budget=300)
 
-Fine-tuning is the pretraining step (gplace.learn) on one problem: sample K placements from
-the policy, measure them through the budget-counting Tracker, minimize PPO + elite
-cross-entropy. The elite set starts with the zero-shot placement and any seed placements (the
-cheap heuristics), so the result is never slower than the best of them.
+Fine-tuning spends the budget in rounds through the budget-counting Tracker. Each round:
+- a fifth of the samples come from the policy, and the pretraining step (gplace.learn: PPO +
+  elite cross-entropy) is applied to them;
+- the rest are local moves of the best placement so far, one unit each, moved to a device
+  drawn from the policy.
+
+Every measured placement joins the elite set, so the cross-entropy pulls the network towards
+what the search finds (finetune/RESULTS.md records why: Post's objective alone moved the
+network too little in 300 samples). The elite set starts with the zero-shot placement and any
+seed placements (the cheap heuristics), so the result is never slower than the best of them.
 """
 
 from __future__ import annotations

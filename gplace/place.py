@@ -117,8 +117,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     placer = checkpoint if isinstance(checkpoint, GNNPlacer) else gplace.load(checkpoint, seed=seed)
     # The heuristics work on colocation groups, the policy on coarsened units (as pretrained);
     # heuristic placements seed the policy's elite set, projected onto its units.
-    fine = PlacementProblem.build(graph, chosen, CostModel())
-    coarse = PlacementProblem.build(graph, chosen, CostModel(),
+    costs = cost_model_for(model)
+    fine = PlacementProblem.build(graph, chosen, costs)
+    coarse = PlacementProblem.build(graph, chosen, costs,
                                     CoarsenConfig(max_units=placer.config.units))
     fine_measurer, measurer = _measurer(fine, measure, model), _measurer(coarse, measure, model)
     heuristics = {h: get_placer(h).place(fine, fine_measurer, 0) for h in CHEAP_HEURISTICS}
@@ -141,6 +142,20 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     summary.update(step_time_s=time_s, groups=fine.num_units,
                    chosen=best_h.name if won_by_heuristic else "gnn")
     return PlacementResult(graph, problem, placement, time_s, summary, tuned, heuristics, model)
+
+
+def cost_model_for(model) -> CostModel:
+    """A cost model with the measured profile that sits beside a model file, if any
+    (``<name>.profile.json.gz``, as ``datasets/`` writes them); it applies to the cluster
+    devices of the profiled kind, and the summary says which devices stay estimated."""
+    model_cost = CostModel()
+    if isinstance(model, (str, Path)):
+        path = Path(model)
+        profile = path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
+        if profile.is_file():
+            from gplace.profile import CostProfile
+            model_cost.add_profile(CostProfile.load(profile))
+    return model_cost
 
 
 def project(fine: PlacementProblem, coarse: PlacementProblem, placement: np.ndarray) -> np.ndarray:
@@ -179,7 +194,7 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start) -> dict[str
         "single_device_s": heuristics["single"].step_time_s,
         "best_heuristic": {"name": best_name,
                            "step_time_s": feasible[best_name].step_time_s if best_name else None},
-        "lower_bound_s": lower_bound(problem).bound_s,
+        "lower_bound_s": lower_bound(problem).bound_s,  # from the cost model, even when real
         "zero_shot_step_time_s": tuned.info.get("zero_shot_step_time_s"),
         "samples": tuned.samples, "wall_s": round(time.perf_counter() - start, 3),
         "measure": measure,

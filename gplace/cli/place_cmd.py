@@ -47,7 +47,7 @@ def run(args) -> int:
         f"({s['single_device_s'] / s['step_time_s']:.2f}x slower)",
         f"best heuristic   {best['name']} {best['step_time_s'] * 1e3:.3f} ms",
         f"zero-shot        {s['zero_shot_step_time_s'] * 1e3:.3f} ms",
-        f"lower bound      {s['lower_bound_s'] * 1e3:.3f} ms",
+        f"lower bound      {s['lower_bound_s'] * 1e3:.3f} ms (from the cost model)",
         f"samples          {s['samples']} in {s['wall_s']:.1f} s",
         f"costs            {s['costs']}",
         f"wrote            {', '.join(str(f) for f in files)}",
