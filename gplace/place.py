@@ -199,7 +199,7 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start) -> dict[str
         "samples": tuned.samples, "wall_s": round(time.perf_counter() - start, 3),
         "measure": measure,
         "costs": "estimated (roofline) on " + ", ".join(estimated) if estimated else "measured",
-        "step_times": "simulated (estimates)" if measure == "sim" else "measured on hardware",
+        "step_times": "simulated, an estimate" if measure == "sim" else "measured on hardware",
     }
 
 
