@@ -174,7 +174,7 @@ def report_html(result, figures: list[str]) -> str:
             f"margin:auto}}th{{text-align:left;padding-right:1em}}</style></head><body>"
             f"<h1>gplace placement of {html.escape(s['graph'])}</h1>"
             f"<p>{html.escape(s['cluster_choice'])}. Step time {s['step_time_s'] * 1e3:.3f} ms, "
-            f"{speedup:.2f}x the single fastest device. Step times: {s['step_times']}; "
+            f"{speedup:.2f}x as fast as the single fastest device. Step times: {s['step_times']}; "
             f"device costs: {html.escape(s['costs'])}.</p><table>{rows}</table>{imgs}"
             f"<p>Files: placed.pb (the graph with NodeDef.device set), placement.json, "
             f"trace.json (open in ui.perfetto.dev).</p></body></html>")
