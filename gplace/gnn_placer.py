@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from gplace.learn import LearnConfig, ProblemState, loss, rollout
+from gplace.learn import LearnConfig, ProblemState, elite_loss, loss, rollout
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.policy import GNNPolicy, greedy
 from gplace.problem import PlacementProblem
@@ -37,14 +37,18 @@ SHIPPED = Path(__file__).resolve().parent / "checkpoints" / "policy.pt"
 class FinetuneConfig:
     units: int = 64          # coarsening of new graphs; must match pretraining's
     learn: LearnConfig = field(default_factory=lambda: LearnConfig(samples=10, ppo_epochs=4))
-    local_fraction: float = 0.8  # share of each round spent on local moves of the best
-                                 # placement so far (one unit moved, its device drawn from the
-                                 # policy mixed 50/50 with uniform); the rest are policy samples
-                                 # for Post's objective. On InceptionV3/post-4gpu at 300 samples
-                                 # (3 seeds): Post's objective alone 1012-1022 ms, 0.5 local
-                                 # 976-983 ms, 0.8 local 923-931 ms; Post from scratch at 2400
-                                 # 958-960 ms (finetune/RESULTS.md has the whole record).
+    local_fraction: float = 1.0  # share of each round spent on local moves of the best
+                                 # placement so far; the rest are policy samples for PPO.
+                                 # On InceptionV3/post-4gpu at 300 samples (3 seeds): policy
+                                 # samples only 1012-1022 ms, 0.5 local 976-983, 0.8 local
+                                 # 923-931; Post from scratch at 2400: 958-960 ms. 1.0 with the
+                                 # chain moves below won in the study (finetune/RESULTS.md).
     policy_mix: float = 0.5  # weight of the policy in the local moves' device distribution
+    chain_moves: float = 0.5 # share of local moves that also move the unit's heaviest-traffic
+                             # neighbours (a geometric number of steps along them): one-unit
+                             # moves are too small for branchy CNNs (Inception-V3 b8 on
+                             # post-4gpu: 76-78 ms single moves, 72-73 ms with chains)
+    ce_epochs: int = 2       # Post's cross-entropy steps on the elite set after each round
 
 
 class GNNPlacer:
@@ -97,6 +101,10 @@ class GNNPlacer:
                     opt.step()
             if n_local and tracker.left > 0:
                 self._local_moves(policy, state, tracker, n_local, rng)
+                for _ in range(self.config.ce_epochs):
+                    opt.zero_grad()
+                    elite_loss(policy, state, cfg).backward()
+                    opt.step()
             if progress:
                 progress(tracker.used, state.elites[0][0] if state.elites else np.inf)
         result = self._best(state, tracker, zero_time, start)
@@ -112,15 +120,34 @@ class GNNPlacer:
         mix = self.config.policy_mix
         q = mix * probs + (1 - mix) / probs.shape[1]
         best = state.elites[0][2]
+        heaviest = self._heaviest_neighbour(state)
         cands = np.repeat(best[None], count, axis=0)
-        units = rng.integers(0, best.shape[0], count)
-        for row, u in enumerate(units):
+        for row, u in enumerate(rng.integers(0, best.shape[0], count)):
             w = q[u].copy()
             w[best[u]] = 0.0
-            if w.sum() > 0:
-                cands[row, u] = rng.choice(w.shape[0], p=w / w.sum())
+            if w.sum() == 0:
+                continue
+            moved = [int(u)]
+            if rng.random() < self.config.chain_moves:
+                for _ in range(rng.geometric(0.5) - 1):
+                    moved.append(int(heaviest[moved[-1]]))
+            cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
         m = tracker.evaluate(cands)
         state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible)
+
+    @staticmethod
+    def _heaviest_neighbour(state) -> np.ndarray:
+        """(units,) the unit each unit exchanges the most bytes with (itself if none)."""
+        if not hasattr(state, "_heaviest"):
+            from gplace.features import unit_edges
+            edges, attr = unit_edges(state.problem)
+            heaviest = np.arange(state.problem.num_units)
+            weight = np.full(state.problem.num_units, -1.0)
+            for (s, d), a in zip(edges.T.tolist(), attr[:, 0].tolist()):
+                if a > weight[s]:
+                    weight[s], heaviest[s] = a, d
+            state._heaviest = heaviest
+        return state._heaviest
 
     def _best(self, state, tracker, zero_time, start) -> PlaceResult:
         best_time, best = (state.elites[0][0], state.elites[0][2]) if state.elites else (np.inf, None)

@@ -97,6 +97,17 @@ def rollout(policy: GNNPolicy, state: ProblemState, count: int, generator: torch
     return Rollout(placements, old_logp, rewards, m.step_time_s, m.feasible)
 
 
+def elite_loss(policy: GNNPolicy, state: ProblemState, cfg: LearnConfig) -> torch.Tensor:
+    """Post's cross-entropy half alone: towards the elite set, whatever sampled it."""
+    logits = policy(state.features).double()
+    elites = state.elite_tensor()
+    total = -cfg.entropy_coef * post.entropy(logits)
+    if elites is not None:
+        total = total + cfg.ce_weight * post.cross_entropy_loss(
+            post.placement_logp(logits, elites) / logits.shape[0])
+    return total
+
+
 def loss(policy: GNNPolicy, state: ProblemState, ro: Rollout, cfg: LearnConfig) -> torch.Tensor:
     """The weighted-sum form of Post's objective on one problem's rollout."""
     logits = policy(state.features).double()                              # (U, D)
