@@ -3,15 +3,14 @@
     placer = gplace.load()                       # the checkpoint shipped with the package
     result = placer.place_problem(problem, SimMeasurer(problem), budget=300)
 
-Fine-tuning spends the budget in rounds through the budget-counting Tracker. Each round:
-- a fifth of the samples come from the policy, and the pretraining step (gplace.learn: PPO +
-  elite cross-entropy) is applied to them;
-- the rest are local moves of the best placement so far, one unit each, moved to a device
-  drawn from the policy.
-
-Every measured placement joins the elite set, so the cross-entropy pulls the network towards
-what the search finds (finetune/RESULTS.md records why: Post's objective alone moved the
-network too little in 300 samples). The elite set starts with the zero-shot placement and any
+Fine-tuning spends the budget in rounds of local moves of the best placement so far, through
+the budget-counting Tracker. Each move takes one unit, or a chain of it and its
+heaviest-traffic neighbours, to a device drawn from the policy mixed with uniform. After each
+round, Post's cross-entropy term pulls the network towards the elite set, and so the next
+proposals towards what the search found. `local_fraction` < 1 also spends samples on policy
+rollouts with the full objective (PPO + cross-entropy). finetune/RESULTS.md records why the
+default is all local: Post's objective alone moved the network too little in 300 samples.
+The elite set starts with the zero-shot placement and any
 seed placements (the cheap heuristics), so the result is never slower than the best of them.
 """
 
