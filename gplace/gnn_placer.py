@@ -42,6 +42,8 @@ class FinetuneConfig:
                                  # samples only 1012-1022 ms, 0.5 local 976-983, 0.8 local
                                  # 923-931; Post from scratch at 2400: 958-960 ms. 1.0 with the
                                  # chain moves below won in the study (finetune/RESULTS.md).
+    local_start: float = 0.2     # local share of the first round (see _local_share)
+    local_ramp: int = 150        # samples over which the local share reaches local_fraction
     policy_mix: float = 0.5  # weight of the policy in the local moves' device distribution
     chain_moves: float = 0.5 # share of local moves that also move the unit's heaviest-traffic
                              # neighbours (a geometric number of steps along them): one-unit
@@ -91,7 +93,8 @@ class GNNPlacer:
         rng = np.random.default_rng(self.seed)
         while tracker.left > 0:
             n = min(cfg.samples, tracker.left)
-            n_local = int(round(n * self.config.local_fraction)) if state.elites else 0
+            share = self._local_share(tracker.used)
+            n_local = int(round(n * share)) if state.elites else 0
             if n - n_local > 0:
                 ro = rollout(policy, state, n - n_local, generator, tracker.evaluate)
                 for _ in range(cfg.ppo_epochs):
@@ -133,6 +136,17 @@ class GNNPlacer:
             cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
         m = tracker.evaluate(cands)
         state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible)
+
+    def _local_share(self, used: int) -> float:
+        """Share of the next round spent on local moves: it ramps from ``local_start`` to
+        ``local_fraction`` over the first ``local_ramp`` samples, so that early rounds sample
+        the policy (whose draws beat a poor zero-shot start) and later ones refine the best.
+        It depends on samples used, not on the budget, so a run's first N samples are those of
+        a run with budget N."""
+        c = self.config
+        if c.local_ramp <= 0:
+            return c.local_fraction
+        return c.local_start + (c.local_fraction - c.local_start) * min(1.0, used / c.local_ramp)
 
     @staticmethod
     def _heaviest_neighbour(state) -> np.ndarray:
