@@ -3,13 +3,17 @@
     placer = gplace.load()                       # the checkpoint shipped with the package
     result = placer.place_problem(problem, SimMeasurer(problem), budget=300)
 
-Fine-tuning spends the budget in rounds of local moves of the best placement so far, through
-the budget-counting Tracker. Each move takes one unit, or a chain of it and its
-heaviest-traffic neighbours, to a device drawn from the policy mixed with uniform. After each
-round, Post's cross-entropy term pulls the network towards the elite set, and so the next
-proposals towards what the search found. `local_fraction` < 1 also spends samples on policy
-rollouts with the full objective (PPO + cross-entropy). finetune/RESULTS.md records why the
-default is all local: Post's objective alone moved the network too little in 300 samples.
+Fine-tuning spends the budget in rounds through the budget-counting Tracker. Each round
+splits its samples between two kinds:
+- policy samples, to which the pretraining step (gplace.learn: PPO + elite cross-entropy) is
+  applied;
+- local moves of the best placement so far: one unit, or a chain of it and its
+  heaviest-traffic neighbours, moved to a device drawn from the policy mixed with uniform.
+  After them, Post's cross-entropy term pulls the network towards the elite set.
+
+The local share ramps from 0.2 to 1 over the first 150 samples. Early policy samples beat a
+poor zero-shot start; later local moves refine the best placement found.
+finetune/RESULTS.md records the variants tried and what each did.
 The elite set starts with the zero-shot placement and any
 seed placements (the cheap heuristics), so the result is never slower than the best of them.
 """

@@ -10,10 +10,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="place a graph: zero-shot, fine-tuned, exported with a report",
                        description="Place every op of a TensorFlow training graph on a device. "
                                    "Runs the pretrained policy zero-shot, then spends --finetune "
-                                   "measured placements on policy-guided local moves of the best "
-                                   "placement while Post's cross-entropy pulls the policy towards "
-                                   "the best found; runs the cheap heuristics alongside and keeps "
-                                   "the fastest feasible placement.")
+                                   "measured placements on policy samples (Post's objective) and, "
+                                   "more and more, on policy-guided local moves of the best "
+                                   "placement; runs the cheap heuristics alongside and keeps the "
+                                   "fastest feasible placement.")
     p.add_argument("model", help=".pb, .pbtxt, .meta or SavedModel directory")
     p.add_argument("--cluster", default=None,
                    help="preset or YAML file (default: the devices here if there are at least "
