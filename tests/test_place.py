@@ -107,10 +107,9 @@ RUN_BOTH = textwrap.dedent("""
 """)
 
 
-def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_path):
+def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_path, two_cpu_cluster):
     """The exported graph runs in TF on two logical CPU devices, gives the original's loss,
     and its ops ran where the placement put them."""
-    from gplace.cluster import cluster_from_dict
     from gplace.place import place
     from gplace.tfimport import tensorflow
     tf = tensorflow()
@@ -126,11 +125,7 @@ def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_pat
         tf.compat.v1.global_variables_initializer().__class__  # noqa: B018
         tf.group(*[v.initializer for v in tf.compat.v1.global_variables()], name="init")
     (tmp_path / "orig.pb").write_bytes(g.as_graph_def().SerializeToString())
-    cpu = {"kind": "cpu", "peak_flops": 1e11, "mem_bandwidth": 2e10, "memory_bytes": 2e9}
-    cluster = cluster_from_dict({"name": "two-cpus", "devices": [
-        dict(cpu, name="cpu0", tf_device="/job:localhost/replica:0/task:0/device:CPU:0"),
-        dict(cpu, name="cpu1", tf_device="/job:localhost/replica:0/task:0/device:CPU:1")],
-        "default_link": {"bandwidth": 1e10, "latency_s": 1e-6}}, "test")
+    cluster = two_cpu_cluster
     r = place(tmp_path / "orig.pb", cluster=cluster, checkpoint=checkpoint, finetune=10,
               progress=False)
     # Force a split so that the check covers both devices.

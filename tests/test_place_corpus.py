@@ -38,16 +38,11 @@ RUN = textwrap.dedent("""
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["nmt_2l", "transformer_2l_d256", "inception_v3_b8_96"])
-def test_placed_test_split_graph_runs_with_the_same_loss(name, tmp_path):
+def test_placed_test_split_graph_runs_with_the_same_loss(name, tmp_path, two_cpu_cluster):
     if not (CORPUS / f"{name}.pb").exists():
         pytest.skip(f"{name}.pb is not built (python -m datasets.build --only {name})")
-    from gplace.cluster import cluster_from_dict
     from gplace.place import place
-    cpu = {"kind": "cpu", "peak_flops": 1e11, "mem_bandwidth": 2e10, "memory_bytes": 8e9}
-    cluster = cluster_from_dict({"name": "two-cpus", "devices": [
-        dict(cpu, name="cpu0", tf_device="/job:localhost/replica:0/task:0/device:CPU:0"),
-        dict(cpu, name="cpu1", tf_device="/job:localhost/replica:0/task:0/device:CPU:1")],
-        "default_link": {"bandwidth": 1e10, "latency_s": 1e-6}}, "test")
+    cluster = two_cpu_cluster
     r = place(CORPUS / f"{name}.pb", cluster=cluster, finetune=0, progress=False)
     if len(set(r.placement.values())) < 2:  # the fastest placement may use one CPU only:
         r.unit_placement = np.arange(r.problem.num_units) % 2  # split it to test both devices
