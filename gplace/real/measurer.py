@@ -29,7 +29,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import IO, NamedTuple
 
 import numpy as np
 
@@ -37,6 +37,7 @@ from gplace.errors import ConfigError
 from gplace.placers.base import Measurement
 from gplace.problem import PlacementProblem
 from gplace.real.procs import JOB, LocalProcs, RemoteTasks, _child_env, _repo_root
+from gplace.real.job import write_job
 from gplace.real.safety import check_safe
 
 
@@ -155,65 +156,67 @@ class RealMeasurer:
     # ---- running ---------------------------------------------------------------------------
     def _run(self, op_device: np.ndarray) -> list[RealResult]:
         """Runs (k, ops) op placements in runner children; restarts after a failure."""
-        with tempfile.TemporaryDirectory(prefix="gplace-real-") as tmp:
-            job_dir = Path(tmp)
-            (job_dir / "graph.pb").write_bytes(self.graph_def.SerializeToString())
-            np.save(job_dir / "placements.npy", op_device)
-            out: list[RealResult] = []
-            while len(out) < len(op_device):
-                if self.tasks is not None:
-                    self.tasks.ensure_running()
-                self._write_job(job_dir)
-                out += self._run_child(job_dir, len(out), len(op_device))
-            return out
-
-    def _write_job(self, job_dir: Path) -> None:
-        cfg = self.config
-        job = {"target": self.tasks.target if self.tasks is not None else "",
-               "fetch": cfg.fetch, "warmup": cfg.warmup_steps, "steps": cfg.timed_steps,
-               "timeout_s": cfg.timeout_s,
-               "threads": 1 if self.tasks is not None else cfg.local_threads,
-               "op_names": self.problem.graph.names.tolist(),
-               "tf_devices": [d.tf_device for d in self.problem.cluster.devices]}
-        (job_dir / "job.json").write_text(json.dumps(job))
-
-    def _run_child(self, job_dir: Path, start: int, total: int) -> list[RealResult]:
-        """Results from ``start`` on until the child ends, fails a placement or hangs."""
-        err_path = job_dir / "runner.err"
-        with open(err_path, "wb") as err:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "gplace.real.runner", str(job_dir), str(start)],
-                stdout=subprocess.PIPE, stderr=err, start_new_session=True, cwd=_repo_root(),
-                env=_child_env())
+        graph_bytes = self.graph_def.SerializeToString()
         out: list[RealResult] = []
-        lines = _LineReader(child.stdout.fileno())
-        deadline = time.monotonic() + self.config.start_timeout_s + self.config.timeout_s
-        try:
-            while start + len(out) < total:
-                line = lines.read(deadline, abort=self._any_dead)
-                if line is None:  # a hang or a dead server (TF would wait for it until the
-                    dead = self._dead_reason()  # deadline): kill the runner, restart servers
-                    out.append(_failed(dead or f"timed out after {self.config.timeout_s:g} s"))
-                    self._restart_tasks()
-                    break
-                if line == "":  # the runner died
-                    tail = _last_line(err_path)
-                    out.append(_failed(f"runner exited with code {child.wait()}"
-                                       + (f" ({tail})" if tail else "") + self._dead_suffix()))
-                    break
-                record = json.loads(line)
-                if record["ok"]:
-                    times = tuple(record["times"])
-                    out.append(RealResult(float(np.median(times)), True, times,
-                                          record["loss"], ""))
-                else:
-                    dead = self._dead_suffix()
-                    out.append(_failed(record["error"] + dead))
-                    if dead:  # the cluster is gone: this runner's session is useless
+        while len(out) < len(op_device):
+            if self.tasks is not None:
+                self.tasks.ensure_running()
+            out += self._run_child(graph_bytes, op_device, len(out))
+        return out
+
+    def _job(self, start: int) -> dict:
+        cfg = self.config
+        return {"target": self.tasks.target if self.tasks is not None else "",
+                "fetch": cfg.fetch, "warmup": cfg.warmup_steps, "steps": cfg.timed_steps,
+                "timeout_s": cfg.timeout_s, "start": start,
+                "threads": 1 if self.tasks is not None else cfg.local_threads,
+                "op_names": self.problem.graph.names.tolist(),
+                "tf_devices": [d.tf_device for d in self.problem.cluster.devices]}
+
+    def _run_child(self, graph_bytes: bytes, op_device: np.ndarray,
+                   start: int) -> list[RealResult]:
+        """Results from ``start`` on until the child ends, fails a placement or hangs. The job
+        goes through the child's stdin and its stderr to an unnamed file: no folder to leave."""
+        total = len(op_device)
+        with tempfile.TemporaryFile() as err:
+            child = subprocess.Popen(
+                [sys.executable, "-m", "gplace.real.runner", str(os.getpid())],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                start_new_session=True, cwd=_repo_root(), env=_child_env())
+            out: list[RealResult] = []
+            try:
+                try:
+                    write_job(child.stdin, self._job(start), graph_bytes, op_device)
+                    child.stdin.close()
+                except BrokenPipeError:
+                    pass  # the runner died at once: its exit code and stderr say why below
+                lines = _LineReader(child.stdout.fileno())
+                deadline = time.monotonic() + self.config.start_timeout_s + self.config.timeout_s
+                while start + len(out) < total:
+                    line = lines.read(deadline, abort=self._any_dead)
+                    if line is None:  # a hang or a dead server (TF would wait for it until
+                        dead = self._dead_reason()  # the deadline): kill, restart servers
+                        out.append(_failed(dead or f"timed out after {self.config.timeout_s:g} s"))
+                        self._restart_tasks()
                         break
-                deadline = time.monotonic() + self.config.timeout_s
-        finally:
-            _kill_group(child)
+                    if line == "":  # the runner died
+                        tail = _last_line(err)
+                        out.append(_failed(f"runner exited with code {child.wait()}"
+                                           + (f" ({tail})" if tail else "") + self._dead_suffix()))
+                        break
+                    record = json.loads(line)
+                    if record["ok"]:
+                        times = tuple(record["times"])
+                        out.append(RealResult(float(np.median(times)), True, times,
+                                              record["loss"], ""))
+                    else:
+                        dead = self._dead_suffix()
+                        out.append(_failed(record["error"] + dead))
+                        if dead:  # the cluster is gone: this runner's session is useless
+                            break
+                    deadline = time.monotonic() + self.config.timeout_s
+            finally:
+                _kill_group(child)
         return out
 
     def _any_dead(self) -> bool:
@@ -232,11 +235,14 @@ class RealMeasurer:
             self.tasks.start()
 
 
-def _last_line(path: Path) -> str:
+def _last_line(stream: IO[bytes]) -> str:
+    """The last non-empty line written to ``stream`` (an unnamed temporary file)."""
     try:
-        lines = [l for l in path.read_text(errors="replace").splitlines() if l.strip()]
+        stream.seek(0)
+        text = stream.read().decode(errors="replace")
     except OSError:
         return ""
+    lines = [l for l in text.splitlines() if l.strip()]
     return lines[-1][:300] if lines else ""
 
 
@@ -283,8 +289,9 @@ def _kill_group(child: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     child.wait()
-    if child.stdout:
-        child.stdout.close()
+    for pipe in (child.stdin, child.stdout):
+        if pipe:
+            pipe.close()
 
 
 def _read_graph_def(source):

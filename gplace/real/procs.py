@@ -205,7 +205,9 @@ def _wait_ready(p: subprocess.Popen, task: int, deadline: float) -> None:
 
 
 # ---- the server child ------------------------------------------------------------------------
-def _die_with_parent(parent: int) -> None:
+def die_with_parent(parent: int) -> None:
+    """Asks the kernel to SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``);
+    exits at once if ``parent`` (its pid) is already gone. Used by the servers and the runner."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:
@@ -216,7 +218,7 @@ def _die_with_parent(parent: int) -> None:
 
 def serve(tasks: list[str], task: int, cores: list[int] | None, parent: int = 0) -> None:
     """Runs task ``task`` of the job ``worker`` until killed."""
-    _die_with_parent(parent)
+    die_with_parent(parent)
     if cores:
         os.sched_setaffinity(0, cores)
     threads = len(cores) if cores else 0  # 0: TF picks (all cores it may use)

@@ -1,12 +1,15 @@
 """The child process that runs placed graphs for :class:`gplace.real.measurer.RealMeasurer`.
 
-    python -m gplace.real.runner JOB_DIR START
+    python -m gplace.real.runner PARENT_PID  < job
 
-Reads ``JOB_DIR/graph.pb`` (the step GraphDef), ``job.json`` (target, fetch, op names, TF device
-strings, steps, timeout) and ``placements.npy`` ((B, ops) device index per op), and for every
-placement from ``START`` on prints one JSON line: ``{"index", "ok", "times", "loss"}`` or
-``{"index", "ok": false, "error"}``. A crash, a hang or a dead server is the parent's to notice;
-this process only has to report what TensorFlow says.
+Reads the job from stdin (:mod:`gplace.real.job`): one JSON line (target, fetch,
+op names, TF device strings, steps, timeout, the first placement to run), the step GraphDef and
+the (B, ops) device index per op as .npy; nothing goes through the file system, so a killed
+run leaves no folder behind. For every placement from ``start`` on it prints one JSON line:
+``{"index", "ok", "times", "loss"}`` or ``{"index", "ok": false, "error"}``. A crash, a hang or
+a dead server is the parent's to notice; this process only has to report what TensorFlow says.
+It asks the kernel to kill it when its parent dies, as the TF servers do
+(:func:`gplace.real.procs.die_with_parent`), so a SIGKILLed ``gplace`` leaves no runner.
 
 Each placement: NodeDef.device written into a copy of the GraphDef, variables initialized as
 the profiler does (``datasets.profiler.import_with_initializer``), one step fetching the loss
@@ -21,7 +24,6 @@ import json
 import os
 import sys
 import time
-from pathlib import Path
 
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # the profiler's kernels (datasets.profiler)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -69,15 +71,15 @@ def run_one(tf, graph_def, job: dict, op_device) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    import numpy as np
+    from gplace.real.job import read_job
+    from gplace.real.procs import die_with_parent
+    die_with_parent(int(argv[0]) if argv else 0)
+    job, graph_bytes, placements = read_job(sys.stdin.buffer)  # before TF: the parent waits
     from gplace.tfimport import tensorflow
     tf = tensorflow()
-    job_dir, start = Path(argv[0]), int(argv[1])
-    job = json.loads((job_dir / "job.json").read_text())
     graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString((job_dir / "graph.pb").read_bytes())
-    placements = np.load(job_dir / "placements.npy")
-    for i in range(start, len(placements)):
+    graph_def.ParseFromString(graph_bytes)
+    for i in range(job["start"], len(placements)):
         try:
             record = run_one(tf, graph_def, job, placements[i])
         except tf.errors.OpError as e:
