@@ -14,6 +14,7 @@ the two GPUs of a K80 board share). Pairs no entry lists use ``default_link``, o
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, fields
 from functools import lru_cache
@@ -26,6 +27,11 @@ import yaml
 from gplace.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent / "clusters"
+# Device kinds a cluster YAML may name. Measured profiles and fitted efficiencies are keyed by
+# kind, so a misspelt kind would silently fall back to the default roofline: the YAML must use
+# one of these. "cpu" and "gpu" are the generic kinds (the roofline with the YAML's figures);
+# the others are the kinds of the presets. A new kind of device goes here with its preset.
+DEVICE_KINDS = ("cpu", "gpu", "a100", "epyc", "k40", "k80", "v100", "xeon-e5")
 
 
 @dataclass(frozen=True)
@@ -137,9 +143,13 @@ def _field(record: dict, key: str, kind: type, where: str, default: Any = ...) -
             if not isinstance(value, str):
                 raise ValueError
             return value
+        if isinstance(value, bool) or not math.isfinite(float(value)):
+            raise ValueError
         out = kind(float(value)) if kind is int else kind(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{where}: field {key!r} = {value!r} is not a {kind.__name__}") from None
+    except (TypeError, ValueError, OverflowError):
+        what = {bool: "true or false", str: "a string", int: "a finite integer"}.get(
+            kind, "a finite number")
+        raise ConfigError(f"{where}: field {key!r} = {value!r} is not {what}") from None
     if kind in (int, float) and not out >= 0:
         raise ConfigError(f"{where}: field {key!r} = {value!r} must be >= 0")
     return out
@@ -169,6 +179,9 @@ def _device_from_dict(record: Any, where: str) -> Device:
     for key in ("peak_flops", "mem_bandwidth", "lanes"):
         if getattr(dev, key) <= 0:
             raise ConfigError(f"{where}: field {key!r} must be > 0")
+    if dev.kind not in DEVICE_KINDS:
+        raise ConfigError(f"{where}: unknown device kind {dev.kind!r}; kinds: "
+                          f"{', '.join(DEVICE_KINDS)} (cpu or gpu for any other device)")
     return dev
 
 
@@ -202,6 +215,11 @@ def cluster_from_dict(record: Any, where: str) -> Cluster:
     dup = {n for n in names if names.count(n) > 1}
     if dup:
         raise ConfigError(f"{where}: field 'devices' repeats the name {sorted(dup)[0]!r}")
+    for i, a in enumerate(devices):
+        for b in devices[:i]:
+            if a.tf_device == b.tf_device or _same_tf_device(a.tf_device, b.tf_device):
+                raise ConfigError(f"{where}: devices {b.name!r} and {a.name!r} are the same TF "
+                                  f"device {a.tf_device!r}; each device needs its own tf_device")
     links = tuple(_link_from_dict(l, f"{where}: links[{i}]", names)
                   for i, l in enumerate(record.get("links") or []))
     if "default_link" not in record:

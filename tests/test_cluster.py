@@ -40,14 +40,14 @@ def test_local_cluster_is_this_machines_cpu():
 
 @pytest.mark.parametrize("text,field", [
     ("name: x\ndevices: []\ndefault_link: {bandwidth: 1, latency_s: 0}", "devices"),
-    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: 1, mem_bandwidth: 1}\n"
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: cpu, peak_flops: 1, mem_bandwidth: 1}\n"
      "default_link: {bandwidth: 1, latency_s: 0}", "memory_bytes"),
-    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: 1, mem_bandwidth: 1,"
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: cpu, peak_flops: 1, mem_bandwidth: 1,"
      " memory_bytes: 1, colour: red}\ndefault_link: {bandwidth: 1, latency_s: 0}", "colour"),
-    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: 1, mem_bandwidth: 1,"
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: cpu, peak_flops: 1, mem_bandwidth: 1,"
      " memory_bytes: 1}\nlinks: [{devices: [a, b], bandwidth: 1, latency_s: 0}]\n"
      "default_link: {bandwidth: 1, latency_s: 0}", "'b'"),
-    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: k, peak_flops: -1, mem_bandwidth: 1,"
+    ("name: x\ndevices:\n  - {name: a, tf_device: t, kind: cpu, peak_flops: -1, mem_bandwidth: 1,"
      " memory_bytes: 1}\ndefault_link: {bandwidth: 1, latency_s: 0}", "peak_flops"),
 ])
 def test_bad_yaml_names_file_and_field(tmp_path, text, field):
@@ -61,3 +61,36 @@ def test_bad_yaml_names_file_and_field(tmp_path, text, field):
 def test_unknown_preset_lists_the_valid_ones():
     with pytest.raises(ConfigError, match="hdp-8gpu.*post-2gpu"):
         load_cluster("post-3gpu")
+
+
+DEVICE = "{name: %s, tf_device: '%s', kind: %s, peak_flops: %s, mem_bandwidth: 1, memory_bytes: %s}"
+
+
+def two_devices(tmp_path, second_tf="/device:CPU:1", kind="cpu", flops="1e9", memory="1e9"):
+    path = tmp_path / "c.yaml"
+    path.write_text("name: x\ndevices:\n  - " + DEVICE % ("a", "/device:CPU:0", "cpu", 1e9, 1e9)
+                    + "\n  - " + DEVICE % ("b", second_tf, kind, flops, memory)
+                    + "\ndefault_link: {bandwidth: 1, latency_s: 0}\n")
+    return path
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"second_tf": "/device:CPU:0"}, "devices 'a' and 'b' are the same TF device"),
+    ({"second_tf": "/job:localhost/replica:0/task:0/device:CPU:0"}, "same TF device"),
+    ({"kind": "k8O"}, "unknown device kind 'k8O'; kinds: cpu, gpu, "),
+    ({"flops": ".inf"}, "field 'peak_flops' = inf is not a finite number"),
+    ({"memory": ".inf"}, "field 'memory_bytes' = inf is not a finite integer"),
+    ({"memory": ".nan"}, "field 'memory_bytes' = nan is not a finite integer"),
+    ({"memory": "1.0e+400"}, "'memory_bytes' = inf is not a finite integer"),
+])
+def test_yaml_that_would_give_a_wrong_result_is_refused(tmp_path, change, message):
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        load_cluster(two_devices(tmp_path, **change))
+    load_cluster(two_devices(tmp_path))  # the unchanged file is fine
+
+
+def test_every_preset_loads():
+    from gplace.cluster import preset_names
+    for name in preset_names():
+        if name != "local":
+            assert load_cluster(name).num_devices >= 1
