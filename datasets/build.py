@@ -1,9 +1,14 @@
-"""Build the corpus: every graph's training-step GraphDef and its measured CPU profile.
+"""Build the corpus: every graph's training-step GraphDef, its statistics and, as far as the
+budget allows, its measured CPU profile.
 
     python -m datasets.build [--quick] [--out DIR] [--only NAME ...] [--force] [--jobs N]
+                             [--graphs N] [--budget MIN] [--profile-budget MIN]
 
-Each graph is built and profiled by ``datasets.worker`` in its own process (TF graph state and
-memory are released between graphs) under a timeout. Resumable: a graph whose ``.pb`` and
+Hand-written graphs (registry.FULL) are built and profiled by ``datasets.worker``, one process
+per graph; generated graphs (registry.GENERATED) are built by ``datasets.genworker``, a chunk
+per process, without a profile (estimated costs). Then, within ``--profile-budget`` minutes,
+the smallest unprofiled generated graphs are profiled. Every graph gets a ``.stats.json``
+(datasets.graphstats; the importer validates it). Processes run under timeouts. Resumable: a graph whose ``.pb`` and
 profile exist is skipped unless ``--force``; every file is written atomically. Graphs are
 deterministic (fixed seeds), so what is not committed is rebuilt bit for bit; profiles are
 measurements and differ from run to run. Ends by writing the manifest (datasets/manifest.yaml
@@ -21,7 +26,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from datasets import manifest
+from datasets import generate, manifest
 from datasets.registry import GraphSpec, select
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,6 +41,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--force", action="store_true", help="rebuild and re-profile what exists")
     p.add_argument("--jobs", type=int, default=1,
                    help="graphs profiled at once; each uses one core (default 1: no contention)")
+    p.add_argument("--graphs", type=int, metavar="N",
+                   help="only the first N graphs of the corpus (hand-written first, then the "
+                        "generated ones round-robin over families)")
+    p.add_argument("--budget", type=float, metavar="MIN",
+                   help="start no new graph after MIN minutes; rerun to resume")
+    p.add_argument("--profile-budget", type=float, default=0.0, metavar="MIN",
+                   help="minutes for profiling generated graphs, smallest first (default 0: "
+                        "generated graphs keep estimated costs)")
+    p.add_argument("--chunk", type=int, default=8,
+                   help="generated graphs per worker process (default 8)")
     return p.parse_args(argv)
 
 
@@ -67,12 +82,15 @@ def progress(i: int, n: int, result: dict, start: float) -> str:
         return f"{head}: FAILED ({result['error']}) {elapsed}"
     if result.get("skipped"):
         return f"{head}: complete, skipped {elapsed}"
+    if result.get("deferred"):
+        return f"{head}: deferred (budget spent) {elapsed}"
     return (f"{head}: {result['ops']} ops, step {result['step_time_s'] * 1e3:.1f} ms, "
             f"coverage {result['coverage']:.2f} (per step {result.get('step_coverage') or 0:.2f}), "
             f"{result['total_s']:.0f}s, {elapsed}")
 
 
-def build(specs: list[GraphSpec], out: Path, force: bool = False, jobs: int = 1) -> list[dict]:
+def build(specs: list[GraphSpec], out: Path, force: bool = False, jobs: int = 1,
+          deadline: float = float("inf")) -> list[dict]:
     """Builds and profiles ``specs`` into ``out``; returns one result per spec."""
     out.mkdir(parents=True, exist_ok=True)
     start, done, results = time.time(), 0, []
@@ -80,6 +98,8 @@ def build(specs: list[GraphSpec], out: Path, force: bool = False, jobs: int = 1)
     def one(spec: GraphSpec) -> dict:
         if not force and is_complete(spec, out):
             return {"name": spec.name, "skipped": True}
+        if time.time() > deadline:
+            return {"name": spec.name, "deferred": True}
         return run_worker(spec, out, force)
 
     # Largest graphs first, so that a parallel run does not end on one long graph.
@@ -98,10 +118,21 @@ def manifest_path(out: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    specs = select(args.only, args.quick)
-    results = build(specs, args.out, args.force, args.jobs)
+    start = time.time()
+    deadline = start + 60 * args.budget if args.budget else float("inf")
+    specs = select(args.only, args.quick)[: args.graphs]
+    hand = [s for s in specs if not s.generator]
+    gen = [s for s in specs if s.generator]
+    results = build(hand, args.out, args.force, args.jobs, deadline) if hand else []
+    results += generate.build_all(hand + gen, args.out, args.force, args.jobs, args.chunk,
+                                  deadline)
+    if gen and args.profile_budget > 0:
+        generate.profile_some(gen, args.out, args.jobs, time.time() + 60 * args.profile_budget)
     rows = manifest.write(manifest_path(args.out), specs, args.out, refresh=args.force)
-    failed = [r["name"] for r in results if "error" in r]
+    deferred = sum(bool(r.get("deferred")) for r in results)
+    print(f"built in {time.time() - start:.0f}s" + (f"; {deferred} deferred by the budget "
+          "(rerun to resume)" if deferred else ""), flush=True)
+    failed = sorted({r["name"] for r in results if "error" in r})
     print(f"manifest: {manifest_path(args.out)} ({len(rows)} graphs)"
           + (f"; FAILED: {failed}" if failed else ""), flush=True)
     return 1 if failed else 0

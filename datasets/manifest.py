@@ -12,6 +12,7 @@ from pathlib import Path
 
 import yaml
 
+from datasets import graphstats
 from gplace.io import atomic_write_text
 
 # Split by architecture family: no validation or test family appears in train.
@@ -88,12 +89,38 @@ def graph_stats(path: Path, previous: dict | None) -> dict:
     return importer_stats(path) or graphdef_stats(path)
 
 
+STRUCTURE_KEYS = ("depth", "branching", "width", "param_share", "output_bytes")
+
+
 def entry(spec, out: Path, previous: dict | None) -> dict | None:
-    """The manifest row of one built graph, or None if it has no profile yet."""
-    from gplace.profile import CostProfile
+    """The manifest row of one built graph: measured if it has a profile, estimated if it has
+    only its statistics (a generated graph not profiled yet), None if neither."""
     ppath = out / f"{spec.name}.profile.json.gz"
-    if not ppath.exists():
+    sidecar = graphstats.read(out / f"{spec.name}.pb")
+    if ppath.exists():
+        row = measured_entry(spec, out, ppath, previous)
+    elif sidecar is not None:
+        row = {"name": spec.name, "family": spec.family, "split": split_of(spec.family),
+               "op_set": spec.op_set, "graph": f"{spec.name}.pb", "profile": None,
+               **{k: sidecar[k] for k in ("ops", "flops", "param_bytes", "stats_source")},
+               "builder": spec.builder, "kwargs": dict(spec.kwargs)}
+    else:
         return None
+    # Added by issue 15 (no earlier field changes meaning): how the costs are known, what made
+    # the graph, and its structure.
+    row["costs"] = "measured" if ppath.exists() else "estimated"
+    row["generator"] = spec.generator or None
+    row["seed"] = spec.seed
+    row["recipe_hash"] = spec.recipe_hash
+    if sidecar is not None:
+        row["graph_sha256"] = sidecar["graph_sha256"]
+        row.update({k: sidecar[k] for k in STRUCTURE_KEYS})
+    return row
+
+
+def measured_entry(spec, out: Path, ppath: Path, previous: dict | None) -> dict:
+    """The row of a profiled graph, as issue 3 wrote it."""
+    from gplace.profile import CostProfile
     prof = CostProfile.load(ppath)
     row = {"name": spec.name, "family": spec.family, "split": split_of(spec.family),
            "op_set": spec.op_set, "graph": f"{spec.name}.pb", "profile": ppath.name}
@@ -135,7 +162,7 @@ def write(path: Path, specs: list, out: Path, refresh: bool = False) -> list[dic
 def _machine(out: Path, rows: list[dict]) -> str | None:
     from gplace.profile import CostProfile
     for row in rows:
-        p = out / row["profile"]
-        if p.exists():
+        p = out / (row.get("profile") or "-")
+        if row.get("profile") and p.exists():
             return CostProfile.load(p).machine
     return None

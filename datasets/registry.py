@@ -1,17 +1,23 @@
 """The corpus: every graph by name, its family, its builder and its profiling settings.
 
-Sizes are chosen so that the whole corpus builds and profiles on a 2-core CPU in well under an
+``FULL`` are the hand-written graphs (issue 3), all profiled; ``GENERATED`` are the procedural
+families of ``datasets.families`` (issue 15), built from recipe and seed, profiled as a build
+budget allows. Sizes of the hand-written graphs are chosen so that the whole corpus builds and profiles on a 2-core CPU in well under an
 hour: variants use 64-128 pixel images and small batches; Inception-V3 and ResNet-50 appear at
 batch 32 at full resolution as the classic benchmarks (HDP, Post, Placeto, GDP) did.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from gplace.errors import ConfigError
+
+RECIPE_VERSION = 1  # bump when a builder changes the graph it makes for the same arguments
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,15 @@ class GraphSpec:
     timed_steps: int = 3
     timeout_s: int = 1200     # per graph, build + profile, in its own process
     quick: bool = False       # part of the --quick corpus (tests), not of the full one
+    generator: str = ""       # the datasets.families family that drew it; "" if hand-written
+    seed: int | None = None   # that family's recipe seed (random.Random), None if hand-written
+
+    @property
+    def recipe_hash(self) -> str:
+        """Hash of what determines the graph: builder, arguments, op set, recipe version."""
+        recipe = {"builder": self.builder, "kwargs": self.kwargs, "op_set": self.op_set,
+                  "version": RECIPE_VERSION}
+        return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()[:16]
 
     def build(self):
         """The training-step GraphDef."""
@@ -143,13 +158,30 @@ QUICK = [
         quick=True, warmup_steps=1, timed_steps=1, timeout_s=300),
 ]
 
-GRAPHS = {spec.name: spec for spec in FULL + QUICK}
+
+
+def generated() -> list[GraphSpec]:
+    """Every generated graph, round-robin over families (graph 0 of each family, then 1, ...),
+    so that a build cut short by ``--graphs`` or a budget still covers every family."""
+    from datasets.families import FAMILIES
+    specs = []
+    for i in range(max(f.count for f in FAMILIES)):
+        for f in FAMILIES:
+            if i < f.count:
+                specs.append(GraphSpec(f"{f.name}_{i:02d}", f.name, f.builder, f.recipe(i),
+                                       op_set=f.op_set, timeout_s=1200, generator=f.name,
+                                       seed=f.seed(i)))
+    return specs
+
+
+GENERATED = generated()
+GRAPHS = {spec.name: spec for spec in FULL + QUICK + GENERATED}
 
 
 def select(names: list[str] | None, quick: bool) -> list[GraphSpec]:
     """The specs to build: ``names`` if given, else the quick or the full corpus."""
     if not names:
-        return QUICK if quick else FULL
+        return QUICK if quick else FULL + GENERATED
     unknown = [n for n in names if n not in GRAPHS]
     if unknown:
         raise ConfigError(f"unknown graph(s) {unknown}; known: {sorted(GRAPHS)}")
