@@ -44,6 +44,15 @@ HEADER = """\
 #   train:      every other family.
 # Caveat: BERT/GPT (train) share their attention blocks with the Transformer (test); the split
 # holds out architectures, not op types.
+#
+# Generated graphs (issue 15; datasets/families.py): every row names its generator (the family),
+# seed, builder, kwargs and recipe_hash (the cache key: python -m datasets.build rebuilds the
+# same bytes, graph_sha256). costs: measured (a CPU profile as above; generated graphs: 1 warm-up,
+# 5 traced, 2 timed steps) or estimated (profile: null; gplace's roofline cost model). Structure
+# (datasets/graphstats.py): depth, branching, width, param_share, output_bytes. The generated
+# families are all in train; none reuses a test or validation builder. Caveat: multibranch
+# (split-transform-merge modules) and attn_stack (self-attention in TF ops) are near neighbours of
+# inception and transformer by design; the split holds out the architectures, not the motifs.
 """
 
 

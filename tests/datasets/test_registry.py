@@ -3,7 +3,7 @@
 import pytest
 
 from datasets.manifest import TEST_FAMILIES, VALIDATION_FAMILIES, split_of
-from datasets.registry import FULL, GRAPHS, QUICK, select
+from datasets.registry import FULL, GENERATED, GRAPHS, QUICK, select
 from gplace.errors import ConfigError
 
 
@@ -11,7 +11,7 @@ def test_corpus_is_large_and_varied_enough():
     assert len(FULL) >= 40
     assert len({s.family for s in FULL}) >= 12
     assert {s.op_set for s in FULL} == {"keras3", "classic"}
-    assert len(GRAPHS) == len(FULL) + len(QUICK)              # names are unique
+    assert len(GRAPHS) == len(FULL) + len(QUICK) + len(GENERATED)  # names are unique
 
 
 def test_required_graphs_are_present():
