@@ -1,0 +1,171 @@
+"""The fast simulator's event loop (the reference's, :mod:`gplace.sim.reference`, over arrays).
+
+Two passes per placement:
+
+* ``plan``: the placement's devices gathered by op id (:mod:`gplace.sim.arrays`), and its transfers listed in one pass over
+  the outputs (one per output and other device that reads it), so that the loop pushes them
+  without a "sent already?" table of outputs x devices;
+* ``run``: the loop. Tasks leave the heap (:mod:`gplace.sim.heap`) in (ready time, key) order
+  with the reference's keys: an op's topological rank, or ``ops + output key * devices +
+  device`` for a transfer. The heap holds ``key << shift | op or transfer``, so a popped task
+  needs no look-up. The ops without inputs (a quarter of a random DAG's) are all ready at 0 and
+  come in key order from a list of their own, which keeps the heap small.
+
+Scratch arrays (a ``Work``) are allocated once per simulator and thread, not per placement.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from gplace.sim.heap import bits, from_bits, pop, push
+
+
+class Work(NamedTuple):
+    """Scratch of one placement at a time, reused along a batch. Ops by id."""
+
+    dev: np.ndarray        # (ops,) int32 device of each op
+    dur: np.ndarray        # (ops,) its time on that device
+    ready: np.ndarray      # (ops,) latest input availability so far
+    pending: np.ndarray    # (ops,) int32 inputs not yet available
+    start: np.ndarray      # (ops,)
+    end: np.ndarray        # (ops,)
+    lane_free: np.ndarray  # (lanes,)
+    chan_free: np.ndarray  # (channels,)
+    heap: np.ndarray       # (2 * (ops + edges + 1),) int64 (time bits, key) pairs
+    xptr: np.ndarray       # (outputs + 1,) int32: output -> its transfers
+    xd: np.ndarray         # (edges,) int32: transfer -> receiving device
+    xj: np.ndarray         # (edges,) int32: transfer -> output
+    xkey: np.ndarray       # (edges,) int64: its heap key
+    xch: np.ndarray        # (edges,) int32: its channel
+    xdur: np.ndarray       # (edges,) bytes / bandwidth
+    xlat: np.ndarray       # (edges,) link latency
+    xs: np.ndarray         # (edges,) the link starts carrying it
+    xf: np.ndarray         # (edges,) the link is free again
+    xa: np.ndarray         # (edges,) usable at the receiver
+    order: np.ndarray      # (edges,) int32: transfers in the order they were sent
+    seen: np.ndarray       # (devices,) int32: last output sent to each device (plan)
+    ev_t: np.ndarray       # memory events (gplace.sim.memory): time, packed bytes and device
+    ev_b: np.ndarray
+    so_t: np.ndarray       # the same, sorted by time
+    so_b: np.ndarray
+    count: np.ndarray      # bucket bounds of the sort
+
+
+@njit(cache=True)
+def new_work(a):
+    n, nd, n_out = a.num_ops, a.num_devices, a.out_bytes.shape[0]
+    ne = a.cons_op.shape[0]
+    m = 2 * n + n_out + 2 * ne + 1
+    f, i = np.float64, np.int32
+    x = ne + 1
+    return Work(np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i), np.zeros(n, f),
+                np.zeros(n, f), np.zeros(a.lane_ptr[nd], f), np.zeros(a.num_channels, f),
+                np.zeros(2 * (n + ne + 1), np.int64), np.zeros(n_out + 1, i), np.zeros(x, i),
+                np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
+                np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
+                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(nd, i), np.zeros(m, f),
+                np.zeros(m, np.int64), np.zeros(m, f), np.zeros(m, np.int64),
+                np.zeros(m + 1, np.int64))
+
+
+@njit(cache=True)
+def plan(a, devs, b, w, shift):
+    """Row b of ``devs`` (batch, graph ops) into w.dev / w.dur by id, w.ready / w.pending
+    reset; the row's transfers into w.xptr and the w.x* columns. Returns the number of
+    transfers."""
+    n, nd = a.num_ops, a.num_devices
+    dev, xptr, xd, xj, seen = w.dev, w.xptr, w.xd, w.xj, w.seen
+    for o in range(n):
+        d = devs[b, a.op_of_id[o]]
+        dev[o], w.dur[o], w.ready[o], w.pending[o] = d, a.cost[o, d], 0.0, a.indeg[o]
+    seen[:] = -1
+    nx = 0
+    for o in range(n):
+        src = dev[o]
+        for j in range(a.out_ptr[o], a.out_ptr[o + 1]):
+            xptr[j] = nx
+            for e in range(a.cons_ptr[j], a.cons_ptr[j + 1]):
+                dc = dev[a.cons_op[e]]
+                if dc != src and seen[dc] != j:
+                    seen[dc] = j
+                    xd[nx], xj[nx], w.xch[nx] = dc, j, a.channel[src, dc]
+                    w.xkey[nx] = (np.int64(n + a.out_key[j] * nd + dc) << shift) | nx
+                    w.xdur[nx] = a.out_bytes[j] / a.bandwidth[src, dc]
+                    w.xlat[nx] = a.latency[src, dc]
+                    nx += 1
+    xptr[a.out_bytes.shape[0]] = nx
+    return nx
+
+
+@njit(cache=True, inline="always")
+def _available(o, t, ready, pending, h, size, key, shift):
+    if t > ready[o]:
+        ready[o] = t
+    pending[o] -= 1
+    if pending[o] == 0:
+        size = push(h, size, bits(ready[o]), (np.int64(key[o]) << shift) | o)
+    return size
+
+
+@njit(cache=True)
+def run(a, w, shift, busy):
+    """The placement planned in ``w`` (by ``plan``, with the same ``shift``): fills w.start/end, busy (devices,) and the transfer
+    columns (w.order in the order sent). Returns the number of ops run."""
+    n, nd = a.num_ops, a.num_devices
+    dev, ready, pending, start, end, h = w.dev, w.ready, w.pending, w.start, w.end, w.heap
+    lane_free, chan_free, xptr, xd, xj = w.lane_free, w.chan_free, w.xptr, w.xd, w.xj
+    dur, out_ptr, cons_ptr, cons_op, lane_ptr = w.dur, a.out_ptr, a.cons_ptr, a.cons_op, a.lane_ptr
+    mask = (1 << shift) - 1
+    lane_free[:] = 0.0
+    chan_free[:] = 0.0
+    busy[:] = 0.0
+    size = 0
+    first, n_first = a.sources, a.sources.shape[0]
+    done = sent = q = 0
+    while size > 0 or q < n_first:
+        if q < n_first and (size == 0 or h[0] > 0 or h[1] >> shift > a.op_key[first[q]]):
+            t, packed = 0.0, (np.int64(a.op_key[first[q]]) << shift) | first[q]  # ready at 0: no heap
+            q += 1
+        else:
+            t, packed = from_bits(h[0]), h[1]
+            size = pop(h, size)
+        if packed >> shift < n:
+            o = packed & mask
+            d = dev[o]
+            lane = lane_ptr[d]
+            for s in range(lane + 1, lane_ptr[d + 1]):
+                if lane_free[s] < lane_free[lane]:
+                    lane = s
+            st = max(t, lane_free[lane])
+            en = st + dur[o]
+            start[o], end[o], lane_free[lane] = st, en, en
+            busy[d] += dur[o]
+            done += 1
+            for j in range(out_ptr[o], out_ptr[o + 1]):
+                for x in range(xptr[j], xptr[j + 1]):
+                    size = push(h, size, bits(en), w.xkey[x])
+                for e in range(cons_ptr[j], cons_ptr[j + 1]):
+                    c = cons_op[e]
+                    if dev[c] == d:
+                        size = _available(c, en, ready, pending, h, size, a.op_key, shift)
+            for e in range(a.ctrl_ptr[o], a.ctrl_ptr[o + 1]):
+                c = a.ctrl_op[e]
+                ta = en if dev[c] == d else en + a.latency[d, dev[c]]
+                size = _available(c, ta, ready, pending, h, size, a.op_key, shift)
+        else:
+            x = packed & mask
+            j, dd, ch = xj[x], xd[x], w.xch[x]
+            begin = max(t, chan_free[ch])
+            finish = begin + w.xdur[x]
+            chan_free[ch] = finish
+            arrive = finish + w.xlat[x]
+            w.xs[x], w.xf[x], w.xa[x], w.order[sent] = begin, finish, arrive, x
+            sent += 1
+            for e in range(cons_ptr[j], cons_ptr[j + 1]):
+                if dev[cons_op[e]] == dd:
+                    size = _available(cons_op[e], arrive, ready, pending, h, size, a.op_key, shift)
+    return done
