@@ -57,8 +57,8 @@ def test_rows_say_how_costs_are_known_and_match_their_recipe():
 
 
 def test_recipes_are_seeded():
-    again = [f.recipe(i) for f in FAMILIES for i in range(f.count)]
-    assert again == [s.kwargs for s in GENERATED]
+    again = {f"{f.name}_{i:02d}": f.recipe(i) for f in FAMILIES for i in range(f.count)}
+    assert again == {s.name: s.kwargs for s in GENERATED}
 
 
 def _imports(row):
