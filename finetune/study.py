@@ -1,19 +1,27 @@
-"""Does pretraining pay? The generalization study of issue 9.
+"""Does pretraining pay? The generalization study of issue 12.
 
-    .venv/bin/python -m finetune.study --checkpoint gplace/checkpoints/policy.pt --out finetune
+    .venv/bin/python -m finetune.study --out finetune                     # test split
+    .venv/bin/python -m finetune.study --split validation --out finetune
 
-On every test-split graph of the corpus (families never seen in pretraining) and on two
-clusters (post-4gpu, seen in pretraining; hdp-8gpu: 9 devices and a GPU kind, K40, never
-seen), all on the same problem (the same coarsened units, the same simulator):
-  gplace zero-shot; gplace fine-tuned with 50, 100 and 300 samples; Post from scratch with 300
-  and 2400; random search with 2400; the best heuristic (no samples). 3 seeds.
-Budget-prefix runs: the 50/100-sample figures are the best found within the first 50/100
-samples of the 300-sample run (nothing in fine-tuning depends on the total budget), and
-Post@300 is the first 300 samples of Post@2400, for the same reason.
-The "gplace" rows start from the policy alone (no heuristic seeds), to measure what
-pretraining gives; the "gplace+h" rows are fine-tuning as `gplace place` runs it, with the
-heuristics' placements (which cost no samples) in the starting elite set.
-Writes RESULTS.md (from RESULTS.head.md + tables), results.csv and curves_*.png.
+Every case is one (graph, cluster) problem at full granularity (colocation groups), built as
+`gplace place` builds it: the graph's measured CPU profile where the device kind matches,
+roofline estimates elsewhere, the same simulator for every figure (all step times are
+estimates). Clusters: post-4gpu and hetero (seen in pretraining), hdp-8gpu (unseen: 9 devices,
+the K40 kind). Per case and seed (3 seeds), at equal sample budgets:
+
+* ``best heuristic``: the best of the cheap heuristics at full granularity (no samples);
+* ``zero-shot``: the policy's greedy rollout (no samples; the same for every seed);
+  ``best of 16``: the best of 16 policy samples, reported apart;
+* ``ft N +h``: fine-tuning as `gplace place` runs it (heuristic placements in the starting elite
+  set), best within the first N samples; ``untrained ft N +h``: the same with the same network
+  freshly initialized (the ablation);
+* ``ft 100``, ``untrained ft 100``: the same without heuristic starts;
+* ``hill 2400 +h``, ``anneal 2400 +h``: hill climbing and annealing started from the best
+  heuristic's placement with 2400 samples;
+* ``lower bound``: the simulator's bound (critical path, total work / devices).
+
+Baseline runs are cached in ``<out>/cache/`` (they do not depend on the checkpoint).
+Writes RESULTS.md (RESULTS.head.md + tables), results.csv and ratios_<split>.png.
 """
 
 from __future__ import annotations
@@ -21,149 +29,254 @@ from __future__ import annotations
 import argparse
 import csv
 import io
+import json
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-CLUSTERS = {"post-4gpu": "seen in pretraining", "hdp-8gpu": "unseen: 9 devices, K40 kind"}
-HEURISTICS = ("single", "expert", "chunks", "heft", "m-topo", "m-etf", "m-sct")
+CLUSTERS = {"post-4gpu": "seen", "hetero": "seen", "hdp-8gpu": "unseen"}
+BASELINE_BUDGET = 2400
 
 
-def run_case(entry, cluster, checkpoint, seeds, units, log):
-    import gplace
+def build_case(entry, cluster_name):
     from gplace.cluster import load_cluster
-    from gplace.corpus import load_corpus_graph
+    from gplace.cost import CostModel
+    from gplace.gnn.corpus import load_corpus_graph
     from gplace.placers import SimMeasurer, get_placer
-    from gplace.problem import CoarsenConfig, PlacementProblem
+    from gplace.placers.base import cheap_heuristics
+    from gplace.problem import PlacementProblem
+    from gplace.profile import CostProfile
     from gplace.sim import lower_bound
-    graph = load_corpus_graph(entry)
-    problem = PlacementProblem.build(graph, load_cluster(cluster), coarsen=CoarsenConfig(units))
+    model = CostModel()
+    if entry.profile is not None:
+        model.add_profile(CostProfile.load(entry.profile))
+    problem = PlacementProblem.build(load_corpus_graph(entry), load_cluster(cluster_name), model)
     m = SimMeasurer(problem)
-    heur = {h: get_placer(h).place(problem, m, 0) for h in HEURISTICS}
-    feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
-    best_h = min(feasible, key=feasible.get)
-    rows = {"best heuristic": [feasible[best_h]] * seeds}
-    curves = {}
-    for seed in range(seeds):
-        t0 = time.perf_counter()
-        g = gplace.load(checkpoint, seed=seed).place_problem(problem, m, 300)
-        c = g.history.best_so_far()
-        rows.setdefault("gplace zero-shot", []).append(g.info["zero_shot_step_time_s"])
-        for n in (50, 100, 300):
-            rows.setdefault(f"gplace ft {n}", []).append(min(c[n - 1], g.info["zero_shot_step_time_s"]))
-        curves.setdefault("gplace (pretrained)", []).append(
-            np.minimum(c, g.info["zero_shot_step_time_s"]))
-        gh = gplace.load(checkpoint, seed=seed).place_problem(
-            problem, m, 300, seeds=[r.placement for r in heur.values()])
-        rows.setdefault("gplace+h ft 300", []).append(gh.step_time_s)
-        p = get_placer("post", seed=seed).place(problem, m, 2400)
-        cp = p.history.best_so_far()
-        rows.setdefault("post 300", []).append(cp[299])
-        rows.setdefault("post 2400", []).append(cp[-1])
-        curves.setdefault("post (from scratch)", []).append(cp)
-        r = get_placer("random", seed=seed).place(problem, m, 2400)
-        rows.setdefault("random 2400", []).append(r.step_time_s)
-        print(f"study: {entry.name} on {cluster} seed {seed}: zero-shot "
-              f"{rows['gplace zero-shot'][-1] * 1e3:.2f} ms, ft300 {rows['gplace ft 300'][-1] * 1e3:.2f}, "
-              f"post2400 {cp[-1] * 1e3:.2f}, best heuristic {best_h} {feasible[best_h] * 1e3:.2f} "
-              f"({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
-    return rows, curves, {"lower_bound_s": lower_bound(problem).bound_s, "best_heuristic": best_h}
+    heur = {h: get_placer(h).place(problem, m, 0) for h in cheap_heuristics()}
+    return problem, m, heur, lower_bound(problem).bound_s
 
 
-METHODS = ("gplace zero-shot", "gplace ft 50", "gplace ft 100", "gplace ft 300",
-           "gplace+h ft 300", "post 300", "post 2400", "random 2400", "best heuristic")
+def baselines(problem, m, heur, seed: int, cache: Path) -> dict[str, float]:
+    """Hill climbing and annealing from the best heuristic, 2400 samples (cached)."""
+    if cache.exists():
+        done = json.loads(cache.read_text())
+        if str(seed) in done:
+            return done[str(seed)]
+    from gplace.placers import get_placer
+    seeds = [r.placement for r in heur.values() if r.feasible]
+    out = {f"{name} 2400 +h": get_placer(name, seed=seed).place(
+        problem, m, BASELINE_BUDGET, seeds=seeds).step_time_s for name in ("hill", "anneal")}
+    done = json.loads(cache.read_text()) if cache.exists() else {}
+    done[str(seed)] = out
+    from gplace.io import atomic_write_text
+    atomic_write_text(cache, json.dumps(done, indent=1))
+    return out
 
 
-def table(results) -> str:
-    head = "| graph | cluster | " + " | ".join(METHODS) + " |\n" + "|---" * (len(METHODS) + 2) + "|\n"
-    lines = []
-    for (g, c), (rows, _, _) in results.items():
-        cells = [f"{np.mean(rows[m]) * 1e3:.2f} ± {np.std(rows[m]) * 1e3:.2f}" for m in METHODS]
-        lines.append(f"| {g} | {c} | " + " | ".join(cells) + " |")
-    return head + "\n".join(lines) + "\n"
+def gnn_runs(problem, m, heur, policy, seed: int) -> dict[str, float]:
+    """The policy's rows for one seed, pretrained and freshly initialized."""
+    import torch
+    from gplace.gnn.learn import ProblemState, sample
+    from gplace.gnn.placer import GNNPlacer
+    from gplace.gnn.policy import GNNPolicy
+    torch.manual_seed(seed)
+    fresh = GNNPolicy(**policy.kwargs)
+    seeds = [r.placement for r in heur.values()]
+    rows = {}
+    for tag, net in (("", policy), ("untrained ", fresh)):
+        g = GNNPlacer(seed=seed, policy=net)
+        with_h = g.place(problem, m, 300, seeds=seeds)
+        curve = np.minimum(with_h.history.best_so_far(), with_h.info["start_step_time_s"])
+        rows[f"{tag}ft 100 +h"], rows[f"{tag}ft 300 +h"] = float(curve[99]), float(curve[-1])
+        alone = g.place(problem, m, 100)
+        rows[f"{tag}zero-shot"] = alone.info["zero_shot_step_time_s"]
+        rows[f"{tag}ft 100"] = float(min(alone.step_time_s, rows[f"{tag}zero-shot"]))
+    state = ProblemState(problem, m)
+    b = sample(policy, state, 16, seed)
+    rows["best of 16"] = float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
+    return rows
 
 
-def verdict(results) -> str:
-    wins, wins_h, zs_gap, cases = 0, 0, [], 0
-    for rows, _, _ in results.values():
-        cases += 1
-        wins += np.mean(rows["gplace ft 300"]) <= np.mean(rows["post 2400"]) * (1 + 1e-9)
-        wins_h += np.mean(rows["gplace+h ft 300"]) <= np.mean(rows["post 2400"]) * (1 + 1e-9)
-        zs_gap.append(np.mean(rows["gplace zero-shot"]) / np.mean(rows["post 2400"]) - 1)
-    return (f"- gplace fine-tuned with 300 samples is at least as fast as Post from scratch with "
-            f"2400 on {wins} of {cases} cases ({100 * wins / max(cases, 1):.0f}%; the goal is 80%); "
-            f"with the heuristics' placements as starts (gplace+h, as `gplace place` runs it): "
-            f"{wins_h} of {cases} ({100 * wins_h / max(cases, 1):.0f}%).\n"
-            f"- gplace zero-shot is {100 * np.mean(zs_gap):+.1f}% against Post with 2400 on "
-            f"average (the goal: within 15%); per case: "
-            + ", ".join(f"{100 * z:+.0f}%" for z in zs_gap) + ".\n")
+COLUMNS = ("zero-shot", "best of 16", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
+           "anneal 2400 +h", "untrained ft 100 +h", "untrained ft 300 +h", "ft 100",
+           "untrained ft 100", "untrained zero-shot", "lower bound")
 
 
-def plot(out: Path, results) -> list[str]:
+def run(entries, seeds: int, checkpoint, out: Path, only_baselines: bool, log) -> list[dict]:
+    from gplace.gnn.placer import load_policy
+    policy = None if only_baselines else load_policy(checkpoint)[0]
+    records = []
+    for entry in entries:
+        for cluster in CLUSTERS:
+            t0 = time.perf_counter()
+            problem, m, heur, bound = build_case(entry, cluster)
+            feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
+            best_h = min(feasible, key=feasible.get)
+            cache = out / "cache" / f"{entry.name}@{cluster}.json"
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            for seed in range(seeds):
+                rec = {"graph": entry.name, "family": entry.family, "cluster": cluster,
+                       "seed": seed, "units": problem.num_units, "best_heuristic": best_h,
+                       "best heuristic": feasible[best_h], "lower bound": bound}
+                rec.update(baselines(problem, m, heur, seed, cache))
+                if policy is not None:
+                    rec.update(gnn_runs(problem, m, heur, policy, seed))
+                records.append(rec)
+            print(f"study: {entry.name} on {cluster}: best heuristic {best_h} "
+                  f"{feasible[best_h] * 1e3:.2f} ms; " + ", ".join(
+                      f"{k} {rec[k] / feasible[best_h]:.3f}" for k in COLUMNS if k in rec)
+                  + f" (seed {seeds - 1}; {time.perf_counter() - t0:.0f} s)", file=log, flush=True)
+    return records
+
+
+def summarize(records: list[dict]) -> dict[str, dict]:
+    """Per column: geometric mean of (value / best heuristic) over cases (seeds averaged in
+    log space first), cases at or below 1, and the spread over seeds."""
+    out = {}
+    cases = sorted({(r["graph"], r["cluster"]) for r in records})
+    for col in COLUMNS:
+        per_case = []
+        for g, c in cases:
+            rs = [r[col] / r["best heuristic"] for r in records
+                  if (r["graph"], r["cluster"]) == (g, c) and col in r]
+            if rs:
+                per_case.append(np.exp(np.mean(np.log(rs))))
+        if per_case:
+            x = np.array(per_case)
+            out[col] = {"geomean": float(np.exp(np.log(x).mean())), "min": float(x.min()),
+                        "max": float(x.max()), "at_or_below_1": int((x <= 1 + 1e-9).sum()),
+                        "cases": len(x)}
+    return out
+
+
+def ablation(records: list[dict]) -> dict[str, dict]:
+    """Pretrained / untrained at the same budget, per case (seeds in log space)."""
+    out = {}
+    cases = sorted({(r["graph"], r["cluster"]) for r in records})
+    for a, b in (("ft 100 +h", "untrained ft 100 +h"), ("ft 300 +h", "untrained ft 300 +h"),
+                 ("ft 100", "untrained ft 100"), ("zero-shot", "untrained zero-shot")):
+        x = []
+        for g, c in cases:
+            rs = [r[a] / r[b] for r in records if (r["graph"], r["cluster"]) == (g, c) and a in r]
+            if rs:
+                x.append(np.exp(np.mean(np.log(rs))))
+        if x:
+            x = np.array(x)
+            out[f"{a} / {b}"] = {"geomean": float(np.exp(np.log(x).mean())),
+                                 "better": int((x < 1 - 1e-9).sum()),
+                                 "not_worse": int((x <= 1 + 1e-9).sum()), "cases": len(x)}
+    return out
+
+
+def case_table(records: list[dict]) -> str:
+    """Per case: every column over the best heuristic, mean over seeds (min-max)."""
+    cols = [c for c in COLUMNS if any(c in r for r in records)]
+    lines = ["| graph | cluster | best heuristic (ms) | " + " | ".join(cols) + " |",
+             "|---" * (len(cols) + 3) + "|"]
+    for g, c in sorted({(r["graph"], r["cluster"]) for r in records}):
+        rs = [r for r in records if (r["graph"], r["cluster"]) == (g, c)]
+        cells = []
+        for col in cols:
+            x = np.array([r[col] / r["best heuristic"] for r in rs if col in r])
+            cells.append(f"{x.mean():.3f}" + (f" ({x.min():.3f}-{x.max():.3f})"
+                                               if x.max() - x.min() > 5e-4 else ""))
+        lines.append(f"| {g} | {c} | {rs[0]['best_heuristic']} {rs[0]['best heuristic'] * 1e3:.2f} | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def summary_table(records: list[dict]) -> str:
+    s, a = summarize(records), ablation(records)
+    lines = ["| figure / best heuristic | geomean | range over cases | cases at or below 1 |",
+             "|---|---|---|---|"]
+    lines += [f"| {k} | {v['geomean']:.3f} | {v['min']:.3f}-{v['max']:.3f} | "
+              f"{v['at_or_below_1']} of {v['cases']} |" for k, v in s.items()]
+    lines += ["", "| ablation (pretrained / untrained) | geomean | pretrained better | not worse |",
+              "|---|---|---|---|"]
+    lines += [f"| {k} | {v['geomean']:.3f} | {v['better']} of {v['cases']} | "
+              f"{v['not_worse']} of {v['cases']} |" for k, v in a.items()]
+    return "\n".join(lines)
+
+
+def head_to_head(records: list[dict]) -> str:
+    """ft 300 +h against the best of hill and annealing from the best heuristic at 2400."""
+    cases = sorted({(r["graph"], r["cluster"]) for r in records})
+    wins, ratios = 0, []
+    for g, c in cases:
+        rs = [r for r in records if (r["graph"], r["cluster"]) == (g, c) and "ft 300 +h" in r]
+        if not rs:
+            continue
+        ours = np.mean([r["ft 300 +h"] for r in rs])
+        theirs = np.mean([min(r["hill 2400 +h"], r["anneal 2400 +h"]) for r in rs])
+        ratios.append(ours / theirs)
+        wins += ours <= theirs * (1 + 1e-9)
+    if not ratios:
+        return ""
+    return (f"`ft 300 +h` at or below the best of hill climbing and annealing from the best "
+            f"heuristic with 2400 samples (mean over seeds) on **{wins} of {len(ratios)}** "
+            f"cases; geomean ratio {np.exp(np.mean(np.log(ratios))):.3f}.")
+
+
+def plot(records: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    names = []
-    for (g, c), (rows, curves, meta) in results.items():
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for label, cs in curves.items():
-            n = min(len(x) for x in cs)
-            arr = np.stack([x[:n] for x in cs]) * 1e3
-            x = np.arange(1, n + 1)
-            ax.plot(x, arr.mean(0), label=label)
-            ax.fill_between(x, arr.min(0), arr.max(0), alpha=0.2)
-        ax.axhline(np.mean(rows["best heuristic"]) * 1e3, ls=":", color="0.3",
-                   label=f"best heuristic ({meta['best_heuristic']})")
-        ax.axhline(meta["lower_bound_s"] * 1e3, ls="-", lw=0.8, color="0.6", label="lower bound")
-        ax.set_xscale("log")
-        ax.set(xlabel="evaluated placements (log)", ylabel="best step time (ms, simulated)",
-               title=f"{g} on {c}")
-        ax.legend(fontsize=7)
-        name = f"curves_{g}_{c}.png"
-        fig.savefig(out / name, dpi=100, bbox_inches="tight")
-        plt.close(fig)
-        names.append(name)
-    return names
+    cols = [c for c in ("zero-shot", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
+                        "anneal 2400 +h", "untrained ft 300 +h", "lower bound")
+            if any(c in r for r in records)]
+    cases = sorted({(r["graph"], r["cluster"]) for r in records})
+    fig, ax = plt.subplots(figsize=(max(8, 0.55 * len(cases)), 4.5))
+    width = 0.8 / len(cols)
+    for j, col in enumerate(cols):
+        y = [np.mean([r[col] / r["best heuristic"] for r in records
+                      if (r["graph"], r["cluster"]) == case and col in r]) for case in cases]
+        ax.bar(np.arange(len(cases)) + j * width, y, width, label=col)
+    ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_xticks(np.arange(len(cases)) + 0.4, [f"{g}\n{c}" for g, c in cases], rotation=90,
+                  fontsize=6)
+    ax.set_ylabel("step time / best heuristic (estimated)")
+    ax.legend(fontsize=7, ncol=4)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", default="gplace/checkpoints/policy.pt")
-    parser.add_argument("--corpus", default="datasets")
-    parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--units", type=int, default=64)
-    parser.add_argument("--graphs", nargs="*", help="test graphs (default: the whole test split)")
-    parser.add_argument("--out", default="finetune")
-    args = parser.parse_args(argv)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--checkpoint", default=None, help="policy (default: the shipped one)")
+    ap.add_argument("--corpus", default="datasets")
+    ap.add_argument("--split", default="test", choices=["test", "validation"])
+    ap.add_argument("--graphs", nargs="*", help="only these corpus graphs")
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--out", default="finetune")
+    ap.add_argument("--only-baselines", action="store_true",
+                    help="run and cache the hill/anneal baselines only")
+    args = ap.parse_args(argv)
     import torch
     torch.set_num_threads(1)
-    from gplace.corpus import list_corpus
-    from gplace.io import atomic_write_text
-    tests = [e for e in list_corpus(args.corpus) if e.split == "test"
-             and (not args.graphs or e.name in args.graphs)]
+    from gplace.gnn.corpus import list_corpus
+    entries = [e for e in list_corpus(args.corpus) if e.split == args.split
+               and (not args.graphs or e.name in args.graphs)]
     out = Path(args.out)
-    results = {}
-    for entry in tests:
-        for cluster in CLUSTERS:
-            results[(entry.name, cluster)] = run_case(entry, cluster, args.checkpoint, args.seeds,
-                                                      args.units, sys.stderr)
+    start = time.perf_counter()
+    records = run(entries, args.seeds, args.checkpoint, out, args.only_baselines, sys.stderr)
+    if args.only_baselines:
+        return 0
+    from gplace.io import atomic_write_text
     buf = io.StringIO()
-    w = csv.writer(buf)
-    w.writerow(["graph", "cluster", "method", "mean_step_time_s", "std_step_time_s", "seeds"])
-    for (g, c), (rows, _, _) in results.items():
-        for m in METHODS:
-            w.writerow([g, c, m, np.mean(rows[m]), np.std(rows[m]), len(rows[m])])
-    atomic_write_text(out / "results.csv", buf.getvalue())
-    pngs = plot(out, results)
-    head = (out / "RESULTS.head.md").read_text() if (out / "RESULTS.head.md").exists() else ""
-    tail = (out / "RESULTS.tail.md").read_text() if (out / "RESULTS.tail.md").exists() else ""
-    atomic_write_text(out / "RESULTS.md", head + "\n## Results\n\nStep times in ms (mean ± std "
-                      f"over {args.seeds} seeds), simulated with the roofline cost model "
-                      "(estimates, not hardware).\n\n" + table(results) + "\n" + verdict(results)
-                      + "\n" + "".join(f"![{p}]({p})\n" for p in pngs) + tail)
-    print(table(results) + verdict(results))
+    keys = sorted({k for r in records for k in r}, key=lambda k: (k not in ("graph", "cluster", "seed"), k))
+    w = csv.DictWriter(buf, keys)
+    w.writeheader()
+    w.writerows(records)
+    atomic_write_text(out / f"results_{args.split}.csv", buf.getvalue())
+    plot(records, out / f"ratios_{args.split}.png")
+    atomic_write_text(out / f"tables_{args.split}.md", "\n\n".join([
+        summary_table(records), head_to_head(records), case_table(records),
+        f"({len(records)} runs, {time.perf_counter() - start:.0f} s)"]) + "\n")
+    print(summary_table(records))
+    print(head_to_head(records))
     return 0
 
 

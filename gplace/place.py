@@ -20,10 +20,10 @@ from gplace.cost import CostModel
 from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
-from gplace.problem import CoarsenConfig, PlacementProblem
+from gplace.placers.base import cheap_heuristics
+from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
 
-CHEAP_HEURISTICS = ("single", "heft", "m-etf", "m-sct", "m-topo", "expert", "chunks")
 DEFAULT_PRESET = "post-4gpu"
 _SIZE = re.compile(r"^\s*([\d.]+)\s*([kmgt]?i?b?)?\s*$", re.I)
 
@@ -102,46 +102,61 @@ class PlacementResult:
 
 def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = None,
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
-          seed: int = 0, progress: bool = True, log=sys.stderr) -> PlacementResult:
-    """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring."""
-    import gplace
+          seed: int = 0, progress: bool = True, log=sys.stderr,
+          allow_unsafe: bool = False) -> PlacementResult:
+    """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
+    ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist."""
     import torch
+    from gplace.importer import load_graph
     torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
     start = time.perf_counter()
     if finetune < 0:
         raise ConfigError(f"finetune = {finetune} must be >= 0")
-    graph = model if isinstance(model, OpGraph) else gplace.load_graph(model)
+    if not 0 <= seed < 2**32:  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
+        raise ConfigError(f"seed = {seed} must be in [0, 2**32)")
+    graph = model if isinstance(model, OpGraph) else load_graph(model)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
-    from gplace.gnn_placer import GNNPlacer
-    placer = checkpoint if isinstance(checkpoint, GNNPlacer) else gplace.load(checkpoint, seed=seed)
-    # The heuristics work on colocation groups, the policy on coarsened units (as pretrained);
-    # heuristic placements seed the policy's elite set, projected onto its units.
-    costs = cost_model_for(model)
-    fine = PlacementProblem.build(graph, chosen, costs)
-    coarse = PlacementProblem.build(graph, chosen, costs,
-                                    CoarsenConfig(max_units=placer.config.units))
-    fine_measurer, measurer = _measurer(fine, measure, model), _measurer(coarse, measure, model)
-    heuristics = {h: get_placer(h).place(fine, fine_measurer, 0) for h in CHEAP_HEURISTICS}
-    seeds = [project(fine, coarse, r.placement) for r in heuristics.values()]
-    bar = _progress_bar(finetune) if progress and finetune else None
-    tuned = placer.place_problem(coarse, measurer, finetune, seeds=seeds,
-                                 progress=bar.update_to if bar else None)
-    if bar:
-        bar.close()
-    for m in (fine_measurer, measurer):
-        if hasattr(m, "__exit__"):
-            m.__exit__(None, None, None)  # stops the TF server processes of real measurement
-    best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
-    if not tuned.feasible and not best_h.feasible:
-        raise GplaceError(_shortfall_message(fine, fine_measurer, heuristics))
-    won_by_heuristic = best_h.feasible and best_h.step_time_s < tuned.step_time_s
-    problem, placement, time_s = ((fine, best_h.placement, best_h.step_time_s) if won_by_heuristic
-                                  else (coarse, tuned.placement, tuned.step_time_s))
-    summary = _summary(graph, coarse, tuned, heuristics, why, measure, start)
-    summary.update(step_time_s=time_s, groups=fine.num_units,
-                   chosen=best_h.name if won_by_heuristic else "gnn")
-    return PlacementResult(graph, problem, placement, time_s, summary, tuned, heuristics, model)
+    from gplace.gnn.placer import GNNPlacer
+    placer = checkpoint if isinstance(checkpoint, GNNPlacer) else GNNPlacer(seed, checkpoint)
+    # One problem at full granularity (colocation groups) for the policy and the heuristics;
+    # the heuristics' placements seed the policy's elite set.
+    problem = PlacementProblem.build(graph, chosen, cost_model_for(model))
+    measurer = _measurer(problem, measure, model, allow_unsafe)
+    try:
+        heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
+        bar = _progress_bar(finetune) if progress and finetune else None
+        tuned = placer.place(problem, measurer, finetune,
+                             seeds=[r.placement for r in heuristics.values()],
+                             progress=bar.update_to if bar else None)
+        if bar:
+            bar.close()
+        best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
+        if not tuned.feasible and not best_h.feasible:
+            raise GplaceError(_shortfall_message(problem, measurer, heuristics))
+    finally:
+        if hasattr(measurer, "close"):
+            measurer.close()  # stops the TF server processes of real measurement
+        elif hasattr(measurer, "__exit__"):
+            measurer.__exit__(None, None, None)
+    summary = _summary(graph, problem, tuned, heuristics, why, measure, start)
+    summary.update(groups=problem.num_units, chosen=_chosen(tuned, best_h, heuristics))
+    return PlacementResult(graph, problem, tuned.placement, tuned.step_time_s, summary, tuned,
+                           heuristics, model)
+
+
+def _chosen(tuned: PlaceResult, best_h: PlaceResult, heuristics: dict[str, PlaceResult]) -> str:
+    """Who found the returned placement: "gnn (zero-shot)", "gnn (fine-tuned)" or the
+    heuristic whose placement no policy or fine-tuning sample beat (ties go to the heuristic)."""
+    for name, r in heuristics.items():
+        if r.feasible and np.array_equal(r.placement, tuned.placement):
+            return name
+    if best_h.feasible and best_h.step_time_s <= tuned.step_time_s:
+        return best_h.name
+    zero = tuned.info.get("zero_shot_placement")
+    if zero is not None and np.array_equal(zero, tuned.placement):
+        return "gnn (zero-shot)"
+    return "gnn (fine-tuned)"
 
 
 def cost_model_for(model) -> CostModel:
@@ -158,27 +173,17 @@ def cost_model_for(model) -> CostModel:
     return model_cost
 
 
-def project(fine: PlacementProblem, coarse: PlacementProblem, placement: np.ndarray) -> np.ndarray:
-    """A fine placement as a coarse one: each coarse unit takes the device that holds most of
-    its ops' best-device time (ties: the lower device index)."""
-    op_dev = fine.expand(placement)
-    weight = fine.costs.time_s.min(axis=1) + 1e-12
-    votes = np.zeros((coarse.num_units, coarse.num_devices))
-    np.add.at(votes, (coarse.unit_of_op, op_dev), weight)
-    return votes.argmax(axis=1).astype(np.int64)
-
-
-def _measurer(problem: PlacementProblem, measure: str, source):
+def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: bool = False):
     if measure == "sim":
         return SimMeasurer(problem)
     if measure == "real":
-        from gplace.real import RealMeasurer
+        from gplace.real import RealConfig, RealMeasurer
         from gplace.report import source_graph_def
         graph_def = source_graph_def(source)
         if graph_def is None:
             raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
                               "tf.Graph), not an OpGraph")
-        return RealMeasurer(problem, graph_def)
+        return RealMeasurer(problem, graph_def, RealConfig(allow_unsafe=allow_unsafe))
     raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
 
 

@@ -102,6 +102,12 @@ class Tracker:
             self.best_time, self.best_placement = float(t[k]), placements[k].copy()
         return m
 
+    def offer_free(self, placement: np.ndarray, step_time_s: float) -> None:
+        """A placement measured outside the budget (a heuristic's start) that the result may
+        return; it is not charged and not in the history."""
+        if step_time_s < self.best_time:
+            self.best_time, self.best_placement = float(step_time_s), np.asarray(placement).copy()
+
     def history(self) -> History:
         cat = (lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dt))
         return History(cat(self.times, np.float64), cat(self.feasible, bool))
@@ -121,20 +127,44 @@ class Placer(Protocol):
 
 
 REGISTRY: dict[str, Callable[..., Placer]] = {}
+# The modules whose import registers placers; the learned one imports this module, so it is
+# named here rather than imported (a registry of plugins, not an import cycle).
+PLACER_MODULES = ("gplace.placers.heuristics", "gplace.placers.post_table",
+                  "gplace.placers.search", "gplace.gnn.placer")
 
 
-def register(name: str):
-    """Class decorator: ``@register("post")`` makes the placer available by name."""
+def register(name: str, cheap: bool = False):
+    """Class decorator: ``@register("post")`` makes the placer available by name; ``cheap``
+    marks a heuristic that spends no samples (``place`` runs them all alongside the policy)."""
     def wrap(factory):
         REGISTRY[name] = factory
         factory.name = name
+        factory.cheap = cheap
         return factory
     return wrap
 
 
+# The order place() and pretraining run the cheap heuristics in (ties go to the first).
+CHEAP_ORDER = ("single", "heft", "m-etf", "m-sct", "m-topo", "expert", "chunks")
+
+
+def cheap_heuristics() -> tuple[str, ...]:
+    """Names of the registered cheap heuristics, in ``CHEAP_ORDER`` then by name."""
+    _import_placers()
+    cheap = [n for n, f in REGISTRY.items() if getattr(f, "cheap", False)]
+    return tuple(sorted(cheap, key=lambda n: (CHEAP_ORDER.index(n) if n in CHEAP_ORDER
+                                               else len(CHEAP_ORDER), n)))
+
+
+def _import_placers() -> None:
+    import importlib
+    for module in PLACER_MODULES:  # importing registers every placer (by name, no cycle)
+        importlib.import_module(module)
+
+
 def get_placer(name: str, **config) -> Placer:
     """The placer called ``name``, built with ``config`` (e.g. ``seed=0``)."""
-    from gplace import gnn_placer, placers  # noqa: F401  (importing registers every placer)
+    _import_placers()
     if name not in REGISTRY:
         raise ConfigError(f"unknown placer {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name](**config)

@@ -35,7 +35,7 @@ class Lanes:
 
 
 # ---- HEFT ------------------------------------------------------------------------------------
-@register("heft")
+@register("heft", cheap=True)
 class Heft:
     """HEFT: ops by decreasing upward rank (mean cost, mean communication), each on the device
     with the earliest finish time (insertion-free: an op starts after the device's last op)."""
@@ -95,7 +95,7 @@ def heft(problem: PlacementProblem, view: OpView) -> tuple[np.ndarray, float]:
 
 
 # ---- m-ETF and m-SCT -------------------------------------------------------------------------
-@register("m-etf")
+@register("m-etf", cheap=True)
 class MEtf:
     """Baechi's m-ETF: repeatedly the ready (op, device) pair with the earliest start time
     (ties: topological order), among the devices with memory left for the op's unit."""
@@ -112,7 +112,7 @@ class MEtf:
                                 schedule_estimate_s=sched.makespan, overflow_units=sched.overflow)
 
 
-@register("m-sct")
+@register("m-sct", cheap=True)
 class MSct:
     """Baechi's m-SCT: m-ETF plus the favourite-child rule of SCT (Hanen and Munier 1995): when
     the op a device ran last has a ready favourite child that may go there, the device runs it

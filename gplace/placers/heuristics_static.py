@@ -17,7 +17,7 @@ from gplace.problem import PlacementProblem
 GRAD_PREFIX = "gradients/"   # tf.gradients names the gradient of op X "gradients/X_grad/..."
 
 
-@register("single")
+@register("single", cheap=True)
 class SingleDevice:
     """The fastest single device whose memory fits; else the smallest shortfall (infeasible).
     Every device's one-device placement is measured once (no samples are charged)."""
@@ -38,7 +38,7 @@ class SingleDevice:
                                 candidates=dict(zip(names, times.tolist())))
 
 
-@register("chunks")
+@register("chunks", cheap=True)
 class Chunks:
     """Cost-balanced topological chunks, one per device, sized by device speed."""
 
@@ -56,7 +56,7 @@ class Chunks:
         return heuristic_result("chunks", measurer, placement, start)
 
 
-@register("m-topo")
+@register("m-topo", cheap=True)
 class MTopo:
     """Baechi's m-TOPO: ops in topological order fill one accelerator after another up to an
     even share of the total memory need (capped by capacity); a unit that fits no accelerator
@@ -104,7 +104,7 @@ def _first_fit(need: float, used: np.ndarray, capacity: np.ndarray, devices: np.
     return fits[0] if fits else -1
 
 
-@register("expert")
+@register("expert", cheap=True)
 class Expert:
     """A hand placement: forward layers cut into contiguous pipeline stages of equal cost over
     the accelerators, each layer's gradient ops on its layer's device."""

@@ -1,8 +1,10 @@
 """Search baselines at equal budget, as Post's reviewers asked: random search, hill climbing,
 simulated annealing and a genetic algorithm. Every evaluated placement counts.
 
-Hill climbing and annealing start from the best single-device placement (D samples): a local
-search from a good start is what beat Post in DESIGN.md's first measurement.
+Hill climbing and annealing start from the best single-device placement (D samples), or from
+the best of the ``seeds`` placements they are given (e.g. the cheap heuristics', measured
+without charge as ``place`` does): a local search from a good start is what beat Post in
+DESIGN.md's first measurement.
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ def _single_device_start(problem: PlacementProblem, tracker: Tracker) -> tuple[n
     t = _objective(tracker.evaluate(starts))
     k = int(np.argmin(t)) if t.size else 0
     return starts[k].copy(), float(t[k]) if t.size else np.inf
+
+
+def _start(problem: PlacementProblem, tracker: Tracker, measurer: Measurer,
+           seeds) -> tuple[np.ndarray, float]:
+    """The best seed (measured, not charged), or the best single device (charged)."""
+    if not len(seeds):
+        return _single_device_start(problem, tracker)
+    seeds = np.stack(seeds).astype(np.int64)
+    t = _objective(measurer.measure(seeds))
+    k = int(np.argmin(t))
+    tracker.offer_free(seeds[k], float(t[k]))
+    return seeds[k].copy(), float(t[k])
 
 
 def _move(placement: np.ndarray, rng: np.random.Generator, num_devices: int) -> np.ndarray:
@@ -59,10 +73,11 @@ class HillClimb:
     def __init__(self, seed: int = 0, batch: int = 10):
         self.seed, self.batch = seed, batch
 
-    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int) -> PlaceResult:
+    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
+              seeds=()) -> PlaceResult:
         rng = np.random.default_rng(self.seed)
         tracker = Tracker(problem, measurer, budget)
-        current, best = _single_device_start(problem, tracker)
+        current, best = _start(problem, tracker, measurer, seeds)
         while tracker.left > 0 and problem.num_devices > 1:
             n = min(self.batch, tracker.left)
             moves = np.stack([_move(current, rng, problem.num_devices) for _ in range(n)])
@@ -87,10 +102,11 @@ class Anneal:
     def __init__(self, seed: int = 0, **config):
         self.seed, self.config = seed, replace(AnnealConfig(), **config)
 
-    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int) -> PlaceResult:
+    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
+              seeds=()) -> PlaceResult:
         rng, cfg = np.random.default_rng(self.seed), self.config
         tracker = Tracker(problem, measurer, budget)
-        current, cur_t = _single_device_start(problem, tracker)
+        current, cur_t = _start(problem, tracker, measurer, seeds)
         steps = max(tracker.left, 1)
         for i in range(steps):
             if tracker.left <= 0 or problem.num_devices < 2:

@@ -1,4 +1,5 @@
-"""The GNN policy: any device count, checkpoints that round-trip and refuse bad files."""
+"""The GNN policy: any device count, an untrained net that is HEFT, checkpoints that round-trip
+and refuse bad files."""
 
 import numpy as np
 import pytest
@@ -6,9 +7,11 @@ import torch
 
 from gplace.cluster import load_cluster
 from gplace.errors import ConfigError
-from gplace.features import problem_features
+from gplace.gnn.features import problem_features
+from gplace.gnn.learn import ProblemState, greedy
+from gplace.gnn.policy import FeatureTensors, GNNPolicy
+from gplace.gnn.schedule import DYN_FEATURES
 from gplace.graph import OpGraph
-from gplace.policy import FeatureTensors, GNNPolicy, greedy, sample
 from gplace.problem import PlacementProblem
 
 
@@ -40,30 +43,40 @@ def test_one_network_serves_any_number_of_devices():
     policy = GNNPolicy(hidden_channels=16, num_layers=2)
     for cluster, devices in (("post-2gpu", 3), ("post-4gpu", 5), ("hdp-8gpu", 9)):
         p = problem(cluster)
-        assert policy(tensors(p)).shape == (p.num_units, devices)
+        scores = policy(tensors(p))
+        assert scores.s.shape == (p.num_units, devices)
+        assert scores.w.shape == (p.num_units, DYN_FEATURES)
 
 
-def test_sampling_is_seeded():
-    torch.manual_seed(0)
-    logits = GNNPolicy(hidden_channels=16)(tensors(problem()))
-    a = sample(logits, 8, torch.Generator().manual_seed(3))
-    b = sample(logits, 8, torch.Generator().manual_seed(3))
-    assert torch.equal(a, b) and a.shape == (8, logits.shape[0])
+def test_an_untrained_network_places_as_heft():
+    """Zero-initialized heads and w0 on the finish-time feature: the greedy rollout is HEFT."""
+    from gplace.placers import SimMeasurer, get_placer
+    torch.manual_seed(3)
+    for cluster in ("post-2gpu", "hetero"):
+        p = problem(cluster)
+        heft = get_placer("heft").place(p, SimMeasurer(p), 0).placement
+        assert np.array_equal(greedy(GNNPolicy(hidden_channels=16), ProblemState(p)), heft)
 
 
 def test_checkpoint_round_trip_gives_the_same_placement(tmp_path):
     torch.manual_seed(1)
     policy = GNNPolicy(hidden_channels=24, num_layers=2).eval()
-    f = tensors(problem("post-4gpu"))
+    with torch.no_grad():  # move away from the HEFT start so that the check means something
+        for q in policy.parameters():
+            q.add_(0.3 * torch.randn_like(q))
+    p = problem("post-4gpu")
+    f = tensors(p)
     policy.save(tmp_path / "p.pt", meta={"steps": 7})
     loaded, meta = GNNPolicy.load(tmp_path / "p.pt")
     assert meta == {"steps": 7} and loaded.kwargs == policy.kwargs
-    assert torch.equal(loaded(f), policy(f))
-    assert np.array_equal(greedy(loaded(f)), greedy(policy(f)))
+    assert torch.equal(loaded(f).s, policy(f).s) and torch.equal(loaded(f).w, policy(f).w)
+    state = ProblemState(p)
+    assert np.array_equal(greedy(loaded, state), greedy(policy, state))
 
 
 @pytest.mark.parametrize("content,message", [
-    (b"\x00garbage" * 10, "cannot read it"),
+    (b"\x00garbage" * 10, "not a readable PyTorch file"),
+    (b"", "the file is empty"),
     (None, "a file of another kind"),
     ("version", "format version 99"),
 ])
@@ -90,14 +103,10 @@ def test_truncated_checkpoint(tmp_path):
         GNNPolicy.load(tmp_path / "p.pt")
 
 
-def test_identical_gpus_get_positions_and_canonical_elites():
-    from gplace.features import canonical, twin_positions
+def test_identical_gpus_get_positions():
+    from gplace.gnn.features import twin_positions
     p = problem("post-4gpu")              # cpu + 4 identical K80s
     position, twins = twin_positions(p)
     assert position.tolist() == [0, 0, 1, 2, 3] and twins.tolist() == [1, 4, 4, 4, 4]
-    a = np.array([3, 3, 1, 2, 0, 3, 3, 1])[: p.num_units]
-    b = np.array([4, 4, 2, 1, 0, 4, 4, 2])[: p.num_units]   # the same split, GPUs renamed
-    assert np.array_equal(canonical(p, a), canonical(p, b))
-    assert canonical(p, a)[0] == 1                           # first used GPU becomes gpu0
     f = problem_features(p)
     assert not np.array_equal(f.device_x[1], f.device_x[2])  # twins are told apart

@@ -1,0 +1,177 @@
+"""Post's objective applied to the list-scheduler policy: one problem's rollout and loss, shared
+by pretraining (gplace.gnn.pretrain) and fine-tuning (gplace.gnn.placer).
+
+For each problem: roll out K placements with the policy (gplace.gnn.schedule), measure them,
+turn step times into rewards -sqrt(t / t_ref) (t_ref: the best placement known when the problem
+was built, so rewards compare across graphs), normalize advantages within the problem, and
+minimize the weighted-sum form of Post's objective (gplace.post):
+PPO's clipped surrogate + ce_weight x cross-entropy towards the elite set (the best placements
+seen, seeded with the heuristics' placements: imitation of the best heuristic is the first
+thing the cross-entropy asks for) - entropy bonus.
+
+A placement is a sequence of unit decisions, and the surrogate is taken per decision (the
+ratio of each decision's probability, the placement's advantage), as token-level PPO does: a
+ratio of whole-placement probabilities over thousands of units clips at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+
+from gplace import post
+from gplace.gnn.features import problem_features
+from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
+from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, SAMPLE, Rollouts, build_sched,
+                                 rollout)
+from gplace.placers.base import Measurer, SimMeasurer
+from gplace.problem import PlacementProblem
+
+MASKED = -1e9  # logit of a device the unit does not fit on (finite: no 0 * inf in entropies)
+
+
+@dataclass(frozen=True)
+class LearnConfig:
+    samples: int = 16            # K: placements rolled out per problem per step
+    ppo_epochs: int = 4          # gradient steps on each rollout (Post: ~10 for its table)
+    clip: float = 0.2            # PPO clip range, per decision
+    ce_weight: float = 1.0       # weight of the elite cross-entropy (per decision)
+    entropy_coef: float = 0.01   # keeps exploration alive while the elites pull the policy
+    elite_size: int = 4          # placements kept in each problem's elite set
+    lr: float = 1e-3             # Adam
+
+
+class Elite(NamedTuple):
+    step_time_s: float
+    placement: np.ndarray    # (units,) int64
+    rollout: Rollouts        # its decision features (a FORCED rollout), for the cross-entropy
+
+
+class Batch(NamedTuple):
+    """One problem's measured rollouts, ready for the loss."""
+
+    ro: Rollouts
+    old_logp: torch.Tensor   # (K, units) float64, per decision
+    rewards: np.ndarray      # (K,)
+    step_time_s: np.ndarray  # (K,)
+    feasible: np.ndarray     # (K,) bool
+
+
+class ProblemState:
+    """What learning needs about one problem: features, scheduler arrays, measurer, elites."""
+
+    def __init__(self, problem: PlacementProblem, measurer: Measurer | None = None,
+                 seeds: list[np.ndarray] = (), elite_size: int = 4):
+        self.problem = problem
+        self.features = FeatureTensors.from_numpy(problem_features(problem))
+        self.sched = build_sched(problem)
+        self.measurer = measurer or SimMeasurer(problem)
+        self.elite_size = elite_size
+        self.elites: list[Elite] = []
+        self.ref_time_s: float | None = None
+        if len(seeds):
+            m = self.measurer.measure(np.stack(seeds))
+            self.offer(np.stack(seeds), m.step_time_s, m.feasible)
+        self.ref_time_s = self.best_time_s if self.elites else None
+
+    @property
+    def best_time_s(self) -> float:
+        return self.elites[0].step_time_s if self.elites else np.inf
+
+    def offer(self, placements: np.ndarray, times: np.ndarray, feasible: np.ndarray) -> None:
+        """Adds feasible placements to the elite set, keeping the ``elite_size`` fastest
+        distinct ones (ties: the one offered first)."""
+        known = {e.placement.tobytes() for e in self.elites}
+        fresh = []
+        for p, t, ok in zip(np.asarray(placements, np.int64), times, feasible):
+            key = p.tobytes()
+            if ok and key not in known and (len(self.elites) < self.elite_size
+                                             or t < self.elites[-1].step_time_s):
+                fresh.append((float(t), p.copy()))
+                known.add(key)
+        if not fresh:
+            return
+        ranked = sorted([(e.step_time_s, i, e) for i, e in enumerate(self.elites)]
+                        + [(t, len(self.elites) + j, p) for j, (t, p) in enumerate(fresh)],
+                        key=lambda x: (x[0], x[1]))[: self.elite_size]
+        self.elites = [x[2] if isinstance(x[2], Elite) else self._elite(x[0], x[2])
+                       for x in ranked]
+
+    def _elite(self, t: float, placement: np.ndarray) -> Elite:
+        """An elite with its decision features: the rollout forced along its placement."""
+        nu, nd = self.problem.num_units, self.problem.num_devices
+        ro = rollout(self.sched, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
+                     forced=placement[None])
+        return Elite(t, placement, ro)
+
+
+def decision_logits(scores: Scores, phi: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(K, units, D) logits s + w . phi at each unit's decision, masked devices at MASKED."""
+    logits = scores.s.double()[None] + torch.einsum("kudf,uf->kud", phi.double(),
+                                                    scores.w.double())
+    return torch.where(mask, logits, torch.full_like(logits, MASKED))
+
+
+def decision_logp(scores: Scores, ro: Rollouts) -> tuple[torch.Tensor, torch.Tensor]:
+    """(K, units) log-probability of each decision taken, and (K, units, D) log-probabilities."""
+    logits = decision_logits(scores, torch.as_tensor(ro.phi), torch.as_tensor(ro.mask))
+    logp = torch.log_softmax(logits, -1)
+    taken = torch.as_tensor(ro.placements)[..., None]
+    return logp.gather(-1, taken).squeeze(-1), logp
+
+
+def greedy(policy: GNNPolicy, state: ProblemState) -> np.ndarray:
+    """The zero-shot placement: every decision takes the most likely device. No samples."""
+    with torch.no_grad():
+        s, w = policy(state.features).numpy()
+    return rollout(state.sched, s, w, GREEDY).placements[0]
+
+
+def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
+           measure=None) -> Batch:
+    """Rolls out ``count`` placements and measures them (``measure`` defaults to the state's
+    measurer; fine-tuning passes its Tracker's to count the budget)."""
+    with torch.no_grad():
+        scores = policy(state.features)
+        ro = rollout(state.sched, *scores.numpy(), SAMPLE, count=count, seed=seed)
+        old_logp, _ = decision_logp(scores, ro)
+    m = (measure or state.measurer.measure)(ro.placements)
+    n = len(m.step_time_s)
+    ro = Rollouts(*(x[:n] for x in ro))
+    state.offer(ro.placements, m.step_time_s, m.feasible)
+    if state.ref_time_s is None and m.feasible.any():
+        state.ref_time_s = float(m.step_time_s[m.feasible].min())
+    rewards = post.reward(m.step_time_s / (state.ref_time_s or 1.0), m.feasible)
+    return Batch(ro, old_logp[:n], rewards, m.step_time_s, m.feasible)
+
+
+def masked_entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean entropy of the decisions that had a choice."""
+    h = -(logp.exp() * logp).sum(-1)                                 # (K, units)
+    choice = torch.as_tensor(mask).sum(-1) > 1
+    return h[choice].mean() if choice.any() else h.sum() * 0.0
+
+
+def elite_loss(scores: Scores, state: ProblemState) -> torch.Tensor:
+    """Cross-entropy towards the elite set, per decision (0 without elites)."""
+    if not state.elites:
+        return scores.s.sum() * 0.0
+    terms = [decision_logp(scores, e.rollout)[0] for e in state.elites]
+    return post.cross_entropy_loss(torch.cat([t.flatten() for t in terms]))
+
+
+def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
+         cfg: LearnConfig) -> torch.Tensor:
+    """The weighted-sum form of Post's objective on one problem (PPO term only with a batch)."""
+    scores = policy(state.features)
+    total = cfg.ce_weight * elite_loss(scores, state) if cfg.ce_weight else scores.s.sum() * 0.0
+    if batch is not None and len(batch.rewards):
+        logp, all_logp = decision_logp(scores, batch.ro)
+        adv = post.normalize(torch.as_tensor(batch.rewards))[:, None]     # (K, 1)
+        total = total + post.ppo_loss(logp, batch.old_logp, adv, cfg.clip)
+        if cfg.entropy_coef:
+            total = total - cfg.entropy_coef * masked_entropy(all_logp, batch.ro.mask)
+    return total

@@ -1,0 +1,170 @@
+"""The pretrained GNN placer behind the common interface: zero-shot placement by the learned
+list scheduler, then fine-tuning with Post's objective.
+
+    placer = gplace.load()                       # the checkpoint shipped with the package
+    result = placer.place(problem, SimMeasurer(problem), budget=300, seeds=heuristic_placements)
+
+Zero-shot is the greedy rollout (no samples). Fine-tuning spends the budget in rounds through
+the budget-counting Tracker; each round splits its samples between
+- policy rollouts, to which Post's objective (gplace.gnn.learn: PPO + elite cross-entropy) is
+  applied, and
+- local moves of the best placement so far: one unit, or a chain of it and its
+  heaviest-traffic neighbours, moved to a device drawn from the policy's decision
+  probabilities along that placement, mixed with uniform.
+The local share ramps from ``local_start`` to ``local_fraction`` over ``local_ramp`` samples.
+The elite set starts with the zero-shot placement and the seeds (the cheap heuristics), so the
+result is never slower than the best of them.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from gplace.errors import ConfigError
+from gplace.gnn.learn import LearnConfig, ProblemState, decision_logp, greedy, loss, sample
+from gplace.gnn.policy import GNNPolicy
+from gplace.placers.base import Measurer, PlaceResult, Tracker, register
+from gplace.problem import PlacementProblem
+
+SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "policy.pt"
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
+        samples=10, ppo_epochs=4, lr=1e-2, ce_weight=0.1))  # lr 1e-2: 30 rounds of 10 must
+                                                           # move the decision weights
+    local_fraction: float = 0.8  # share of a round spent on local moves once ramped up
+    local_start: float = 0.2     # local share of the first round
+    local_ramp: int = 150        # samples over which the local share reaches local_fraction
+    policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
+    chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
+                                 # neighbours (a geometric number of steps along them)
+
+
+@register("gnn")
+class GNNPlacer:
+    """The learned placer; ``place`` has the signature of every placer, plus seed placements."""
+
+    def __init__(self, seed: int = 0, checkpoint: str | Path | None = None,
+                 policy: GNNPolicy | None = None, meta: dict | None = None,
+                 config: FinetuneConfig | None = None):
+        if policy is None:
+            policy, meta = load_policy(checkpoint)
+        self.policy, self.meta, self.seed = policy, dict(meta or {}), seed
+        self.config = config or FinetuneConfig()
+
+    def zero_shot(self, problem: PlacementProblem) -> np.ndarray:
+        """The greedy rollout's placement; no samples spent."""
+        return greedy(self.policy, ProblemState(problem, _NoMeasurer()))
+
+    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
+              seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:
+        """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement."""
+        start, cfg = time.perf_counter(), self.config.learn
+        torch.manual_seed(self.seed)
+        policy = copy.deepcopy(self.policy).train()
+        tracker = Tracker(problem, measurer, budget)
+        state = ProblemState(problem, measurer, elite_size=cfg.elite_size)
+        zero = greedy(policy, state)
+        candidates = np.stack([zero, *seeds])
+        m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
+        state.offer(candidates, m.step_time_s, m.feasible)
+        state.ref_time_s = state.best_time_s if state.elites else None
+        zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
+        start_time = state.best_time_s
+        opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+        rng = np.random.default_rng(self.seed)
+        rounds = 0
+        while tracker.left > 0:
+            n = min(cfg.samples, tracker.left)
+            n_local = int(round(n * self._local_share(tracker.used))) if state.elites else 0
+            batch = None
+            if n - n_local > 0:
+                batch = sample(policy, state, n - n_local, self.seed * 100_003 + rounds,
+                               tracker.evaluate)
+            if n_local and tracker.left > 0:
+                self._local_moves(policy, state, tracker, n_local, rng)
+            for _ in range(cfg.ppo_epochs):
+                opt.zero_grad()
+                loss(policy, state, batch, cfg).backward()
+                opt.step()
+            rounds += 1
+            if progress:
+                progress(tracker.used, state.best_time_s)
+        found = bool(state.elites)
+        best = state.elites[0].placement if found else zero
+        return PlaceResult("gnn", best, state.best_time_s, found, tracker.used,
+                           time.perf_counter() - start, tracker.history(),
+                           {"zero_shot_step_time_s": zero_time, "start_step_time_s": start_time,
+                            "zero_shot_placement": zero})
+
+    def _local_moves(self, policy, state: ProblemState, tracker: Tracker, count: int, rng) -> None:
+        """``count`` independent moves of the best placement (see the module docstring)."""
+        best = state.elites[0]
+        with torch.no_grad():
+            _, logp = decision_logp(policy(state.features), best.rollout)
+        probs = logp[0].exp().numpy()                                          # (U, D)
+        mix = self.config.policy_mix
+        q = mix * probs + (1 - mix) / probs.shape[1]
+        heaviest = _heaviest_neighbour(state)
+        cands = np.repeat(best.placement[None], count, axis=0)
+        for row, u in enumerate(rng.integers(0, best.placement.shape[0], count)):
+            w = q[u].copy()
+            w[best.placement[u]] = 0.0
+            if w.sum() <= 0:
+                continue
+            moved = [int(u)]
+            if rng.random() < self.config.chain_moves:
+                for _ in range(rng.geometric(0.5) - 1):
+                    moved.append(int(heaviest[moved[-1]]))
+            cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
+        m = tracker.evaluate(cands)
+        state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible)
+
+    def _local_share(self, used: int) -> float:
+        """Ramps from ``local_start`` to ``local_fraction`` over ``local_ramp`` samples; it
+        depends on samples used, not on the budget, so a run's first N samples are those of a
+        run with budget N."""
+        c = self.config
+        if c.local_ramp <= 0:
+            return c.local_fraction
+        return c.local_start + (c.local_fraction - c.local_start) * min(1.0, used / c.local_ramp)
+
+
+def _heaviest_neighbour(state: ProblemState) -> np.ndarray:
+    """(units,) the unit each unit exchanges the most bytes with (itself if none)."""
+    a = state.sched
+    heaviest = np.arange(a.num_units)
+    for u in range(a.num_units):
+        lo, hi = a.adj_ptr[u], a.adj_ptr[u + 1]
+        if hi > lo:
+            heaviest[u] = a.adj_unit[lo + int(np.argmax(a.adj_bytes[lo:hi]))]
+    return heaviest
+
+
+class _NoMeasurer:
+    """Zero-shot needs no measurement; calling this one is a bug."""
+
+    def measure(self, placements):
+        raise AssertionError("zero-shot placement must not measure")
+
+
+def load_policy(path: str | Path | None = None) -> tuple[GNNPolicy, dict]:
+    """(policy, meta) from a checkpoint; with no path, the one shipped with gplace."""
+    path = Path(path) if path is not None else SHIPPED
+    if path == SHIPPED and not SHIPPED.exists():
+        raise ConfigError(f"no shipped checkpoint at {SHIPPED}; run `gplace pretrain` and pass "
+                          "its --out file")
+    return GNNPolicy.load(path)
+
+
+def load(path: str | Path | None = None, seed: int = 0) -> GNNPlacer:
+    """A GNNPlacer from a policy checkpoint; with no path, the one shipped with gplace."""
+    return GNNPlacer(seed=seed, checkpoint=path)

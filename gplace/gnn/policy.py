@@ -1,0 +1,141 @@
+"""The GNN placement policy: the scores that drive the learned list scheduler
+(:mod:`gplace.gnn.schedule`).
+
+A PyG encoder over the unit graph (GINE layers with edge features, Hu et al. 2020, residual
+connections, a mean-pooled graph context) and a device encoder read the problem once. Two heads
+then give, for each unit u (colocation group) and device d:
+
+* ``s[u, d]``: a static score from both embeddings and the pair's cost features;
+* ``w[u]``: the unit's weights on the decision features ``phi`` that the scheduler computes from
+  the partial schedule (finish times, transfer delays, memory, traffic),
+  ``w = scale x (w0 + head(u))``.
+
+At the unit's decision the device logits are ``s[u, d] + w[u] . phi[u, d]``. Both heads start at
+zero and ``w0`` starts at -1 (times ``scale``) on HEFT's criterion (the earliest finish time), so an
+untrained network's greedy rollout is HEFT's placement: learning starts from the heuristic
+and moves away from it where that pays. One network serves any graph and any device set.
+
+Checkpoints hold a format version, the constructor arguments and the weights; loading uses
+``torch.load(weights_only=True)`` and never unpickles arbitrary objects.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+from torch_geometric.nn import GINEConv
+
+from gplace.errors import ConfigError
+from gplace.gnn.features import (DEVICE_FEATURES, EDGE_FEATURES, OP_VOCAB, PAIR_FEATURES,
+                                 UNIT_FEATURES, ProblemFeatures)
+from gplace.gnn.schedule import DYN_FEATURES
+from gplace.io import atomic_write
+
+CHECKPOINT_FORMAT = "gplace-policy"
+CHECKPOINT_VERSION = 2  # 2: list-scheduler policy (scores s and decision weights w)
+
+
+class FeatureTensors(NamedTuple):
+    unit_x: torch.Tensor      # (units, UNIT_FEATURES)
+    unit_types: torch.Tensor  # (units, vocab)
+    edge_index: torch.Tensor  # (2, edges)
+    edge_attr: torch.Tensor   # (edges, EDGE_FEATURES)
+    device_x: torch.Tensor    # (devices, DEVICE_FEATURES)
+    pair_x: torch.Tensor      # (units, devices, PAIR_FEATURES)
+
+    @classmethod
+    def from_numpy(cls, f: ProblemFeatures) -> FeatureTensors:
+        return cls(*(torch.as_tensor(a) for a in f))
+
+
+class Scores(NamedTuple):
+    s: torch.Tensor  # (units, devices) static scores
+    w: torch.Tensor  # (units, DYN_FEATURES) weights on the decision features
+
+    def numpy(self) -> tuple[np.ndarray, np.ndarray]:
+        return (self.s.detach().double().numpy(), self.w.detach().double().numpy())
+
+
+def mlp(sizes: list[int]) -> nn.Sequential:
+    layers: list[nn.Module] = []
+    for a, b in zip(sizes[:-1], sizes[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU()]
+    return nn.Sequential(*layers[:-1])
+
+
+def _zero_last(seq: nn.Sequential) -> nn.Sequential:
+    nn.init.zeros_(seq[-1].weight)
+    nn.init.zeros_(seq[-1].bias)
+    return seq
+
+
+class GNNPolicy(nn.Module):
+    def __init__(self, hidden_channels: int = 64, num_layers: int = 3, type_channels: int = 16,
+                 scale: float = 10.0):
+        super().__init__()
+        h = hidden_channels
+        self.kwargs = {"hidden_channels": h, "num_layers": num_layers,
+                       "type_channels": type_channels, "scale": scale}
+        self.scale = scale  # logits = scale x (network outputs of order 1): Adam's steps of
+                            # ~lr move a decision weight by ~scale x lr
+        self.type_embedding = nn.Linear(len(OP_VOCAB), type_channels, bias=False)
+        self.unit_in = mlp([UNIT_FEATURES + type_channels, h, h])
+        self.convs = nn.ModuleList(GINEConv(mlp([h, h, h]), edge_dim=EDGE_FEATURES)
+                                   for _ in range(num_layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(h) for _ in range(num_layers))
+        self.device_in = mlp([DEVICE_FEATURES, h, h])
+        self.pair_head = _zero_last(mlp([3 * h + PAIR_FEATURES, h, h, 1]))
+        self.weight_head = _zero_last(mlp([2 * h, h, DYN_FEATURES]))
+        w0 = torch.zeros(DYN_FEATURES)
+        w0[0] = -1.0  # HEFT's earliest-finish-time criterion (gplace.gnn.schedule)
+        self.w0 = nn.Parameter(w0)
+
+    def forward(self, f: FeatureTensors) -> Scores:
+        x = self.unit_in(torch.cat([f.unit_x, self.type_embedding(f.unit_types)], -1))  # (U, h)
+        for conv, norm in zip(self.convs, self.norms):
+            x = norm(x + torch.relu(conv(x, f.edge_index, f.edge_attr)))
+        context = x.mean(0, keepdim=True).expand_as(x)                                # (U, h)
+        d = self.device_in(f.device_x)                                                # (D, h)
+        units, devices = x.shape[0], d.shape[0]
+        pair = torch.cat([x[:, None].expand(units, devices, -1),
+                          context[:, None].expand(units, devices, -1),
+                          d[None].expand(units, devices, -1), f.pair_x], -1)          # (U, D, 3h+P)
+        s = self.pair_head(pair).squeeze(-1)                                          # (U, D)
+        w = self.scale * self.w0 + self.weight_head(torch.cat([x, context], -1))      # (U, F)
+        return Scores(s, w)
+
+    # ---- checkpoints ------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike, meta: dict | None = None) -> None:
+        record = {"format": CHECKPOINT_FORMAT, "format_version": CHECKPOINT_VERSION,
+                  "kwargs": dict(self.kwargs), "state_dict": self.state_dict(),
+                  "meta": dict(meta or {})}
+        atomic_write(path, lambda f: torch.save(record, f), binary=True)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> tuple[GNNPolicy, dict]:
+        """(policy, meta); ConfigError for a missing, corrupt, foreign or incompatible file."""
+        if not os.path.isfile(path):
+            raise ConfigError(f"{path}: no such checkpoint file")
+        if os.path.getsize(path) == 0:
+            raise ConfigError(f"{path}: not a gplace policy checkpoint (the file is empty)")
+        try:
+            record = torch.load(path, map_location="cpu", weights_only=True)
+        except Exception:  # torch raises pickle, zip and runtime errors for bad files
+            raise ConfigError(f"{path}: not a gplace policy checkpoint (not a readable "
+                              "PyTorch file, or one holding objects other than tensors)") from None
+        if not isinstance(record, dict) or record.get("format") != CHECKPOINT_FORMAT:
+            raise ConfigError(f"{path}: not a gplace policy checkpoint (a file of another kind)")
+        if record.get("format_version") != CHECKPOINT_VERSION:
+            raise ConfigError(f"{path}: checkpoint format version {record.get('format_version')}, "
+                              f"this gplace reads version {CHECKPOINT_VERSION}")
+        try:
+            policy = cls(**record["kwargs"])
+            policy.load_state_dict(record["state_dict"])
+        except (TypeError, KeyError, RuntimeError) as e:
+            raise ConfigError(f"{path}: checkpoint does not match this policy "
+                              f"({' '.join(str(e).split())[:120]})") from None
+        return policy.eval(), record.get("meta", {})

@@ -1,0 +1,61 @@
+"""Random clusters for pretraining, so that a policy meets many device sets (GiPH, MLSys 2023,
+trains on random device networks for the same reason).
+
+A random cluster has 2 to 9 devices: usually a host CPU, and GPUs of one or two kinds drawn
+from the presets' datasheet devices (their throughput scaled by 0.5-2x), joined by PCIe-class
+links of random bandwidth, sometimes NVLink-class pairs or a shared bus. The devices of
+``hdp-8gpu`` (K40s) are left out, so that preset stays unseen in pretraining.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from gplace.cluster import Cluster, Device, Link, load_cluster
+
+TEMPLATE_PRESETS = ("post-4gpu", "hetero", "nvlink-8gpu")
+
+
+def _templates() -> tuple[list[Device], list[Device]]:
+    """(host CPUs, accelerators) of the template presets, one per kind."""
+    cpus, gpus = {}, {}
+    for name in TEMPLATE_PRESETS:
+        for d in load_cluster(name).devices:
+            (cpus if "CPU" in d.tf_device.upper() else gpus).setdefault(d.kind, d)
+    return list(cpus.values()), list(gpus.values())
+
+
+def random_cluster(seed: int) -> Cluster:
+    """A reproducible random cluster (same seed, same cluster)."""
+    rng = np.random.default_rng(seed)
+    cpus, gpus = _templates()
+    n_gpu = int(rng.integers(1, 9))
+    has_cpu = n_gpu == 1 or rng.random() < 0.8
+    kinds = rng.choice(len(gpus), size=1 + int(rng.random() < 0.4), replace=False)
+    devices: list[Device] = []
+    if has_cpu:
+        devices.append(replace(cpus[int(rng.integers(len(cpus)))], name="cpu",
+                               tf_device="/job:localhost/replica:0/task:0/device:CPU:0"))
+    scale = {int(k): float(np.exp(rng.uniform(np.log(0.5), np.log(2.0)))) for k in kinds}
+    for i in range(n_gpu):
+        k = int(kinds[i * len(kinds) // n_gpu])
+        t = gpus[k]
+        devices.append(replace(
+            t, name=f"gpu{i}", tf_device=f"/job:localhost/replica:0/task:0/device:GPU:{i}",
+            kind=t.kind, peak_flops=t.peak_flops * scale[k], mem_bandwidth=t.mem_bandwidth * scale[k]))
+    default = Link((), float(rng.uniform(6e9, 16e9)), float(rng.uniform(5e-6, 2e-5)))
+    return Cluster(f"random-{seed}", tuple(devices), _random_links(devices, rng), default,
+                   "random pretraining cluster")
+
+
+def _random_links(devices: list[Device], rng: np.random.Generator) -> tuple[Link, ...]:
+    gpus = [d.name for d in devices if d.name.startswith("gpu")]
+    links = []
+    if len(gpus) >= 2 and rng.random() < 0.4:  # NVLink-class pairs
+        for a, b in zip(gpus[0::2], gpus[1::2]):
+            links.append(Link((a, b), float(rng.uniform(25e9, 150e9)), 5e-6))
+    elif len(gpus) >= 2 and rng.random() < 0.3:  # two GPUs on one shared bus (a K80 board)
+        links.append(Link((gpus[0], gpus[1]), float(rng.uniform(6e9, 12e9)), 1e-5, shared=True))
+    return tuple(links)

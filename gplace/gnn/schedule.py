@@ -1,0 +1,278 @@
+"""The learned list scheduler's rollout: HEFT's loop with the device choice left to a policy.
+
+HEFT (Topcuoglu et al., IEEE TPDS 2002) takes ops by decreasing upward rank and puts each on the
+device where it finishes first; a unit (colocation group) is fixed when its first op is placed.
+Here the same loop runs (compiled with numba), and at each unit's first op a policy scores every
+device from the partial schedule, in the spirit of Doppler (ICLR 2026) and Placeto (NeurIPS
+2019): a decision can depend on earlier ones, so imitating HEFT is representable and improving
+on it is learnable. The rank order depends on the graph only (an op is ready when its producers
+are scheduled), so it is computed once per problem.
+
+Decision features (``DYN_FEATURES`` per device, times in units of ``tau``, the graph's mean
+best-device op time; all but 4-5 shifted by the best device so they are 0 there):
+
+0. ``log1p(eft - min eft)``: HEFT's own criterion (finish time of the first op);
+1. ``log1p(start - min start)``; 2. ``log1p(data ready - min data ready)``: the transfer delay;
+3. ``log1p(device backlog)``: how long after the op's inputs are ready the device frees up;
+4. memory after placing the unit over capacity; 5. share of the unit's traffic (bytes to and
+   from already placed units) that stays on this device;
+6. ``log1p(load - min load)``: work already given to the device; 7. ``log1p(unit eft -
+   min)``: start + the whole unit's time (HEFT looks at the first op only).
+
+A device whose memory would overflow is masked (unless none has room). The logits are
+``s[u, d] + w[u] . phi[u, d]`` with ``s`` and ``w`` from the GNN (gplace.gnn.policy): the
+rollout records ``phi`` and the mask, so the log-probabilities are exact differentiable
+functions of the network's outputs (the features depend on earlier actions, not on weights).
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from gplace.problem import PlacementProblem
+
+DYN_FEATURES = 8
+SAMPLE, GREEDY, FORCED = 0, 1, 2  # rollout modes
+
+
+class SchedArrays(NamedTuple):
+    """What the rollout needs about one problem, built once (:func:`build_sched`)."""
+
+    order: np.ndarray       # (ops,) int64 HEFT order (decreasing upward rank among ready ops)
+    pred_ptr: np.ndarray    # (ops+1,) int64 CSR of aggregated in-edges
+    pred_op: np.ndarray     # (pairs,) int64
+    pred_bytes: np.ndarray  # (pairs,) float64
+    cost: np.ndarray        # (ops, D) float64 seconds
+    unit_of_op: np.ndarray  # (ops,) int64
+    unit_cost: np.ndarray   # (units, D) float64 seconds: the unit's ops on each device
+    adj_ptr: np.ndarray     # (units+1,) int64 CSR of the unit graph, both directions
+    adj_unit: np.ndarray    # (adj,) int64
+    adj_bytes: np.ndarray   # (adj,) float64
+    lane_ptr: np.ndarray    # (D+1,) int64: device d's lanes are lane_ptr[d]:lane_ptr[d+1]
+    latency: np.ndarray     # (D, D) float64, 0 on the diagonal
+    inv_bw: np.ndarray      # (D, D) float64 seconds per byte, 0 on the diagonal
+    need: np.ndarray        # (units,) float64 bytes (Baechi's static estimate)
+    capacity: np.ndarray    # (D,) float64 bytes
+    tau: float              # seconds: the feature time scale
+
+    @property
+    def num_units(self) -> int:
+        return self.unit_cost.shape[0]
+
+    @property
+    def num_devices(self) -> int:
+        return self.cost.shape[1]
+
+
+class Rollouts(NamedTuple):
+    """K rollouts of one problem."""
+
+    placements: np.ndarray  # (K, units) int64
+    phi: np.ndarray         # (K, units, D, DYN_FEATURES) float32, at each unit's decision
+    mask: np.ndarray        # (K, units, D) bool: allowed devices at that decision
+    estimate_s: np.ndarray  # (K,) the list schedule's own makespan estimate
+
+
+def build_sched(problem: PlacementProblem) -> SchedArrays:
+    from gplace.placers.heuristics_list import upward_rank
+    from gplace.placers.heuristics_view import build_view
+    view = build_view(problem)
+    n, nd, nu = problem.graph.num_ops, problem.num_devices, problem.num_units
+    rank = upward_rank(problem, view)
+    time_s = problem.costs.time_s
+    unit_cost = np.stack([np.bincount(problem.unit_of_op, weights=time_s[:, d], minlength=nu)
+                          for d in range(nd)], axis=1) if n else np.zeros((nu, nd))
+    lanes = np.array([d.lanes for d in problem.cluster.devices], np.int64)
+    tau = float(view.best.mean()) if n else 1.0
+    return SchedArrays(
+        _rank_order(view, rank), view.pred_ptr, view.pred_op, view.pred_bytes,
+        np.ascontiguousarray(time_s, np.float64), problem.unit_of_op.astype(np.int64),
+        unit_cost, *_unit_adjacency(problem),
+        np.concatenate([[0], np.cumsum(lanes)]).astype(np.int64),
+        np.ascontiguousarray(view.latency), np.ascontiguousarray(view.inv_bw),
+        view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12))
+
+
+def _rank_order(view, rank: np.ndarray) -> np.ndarray:
+    """HEFT's pop order: the ready op of highest rank first (ties: topological position)."""
+    pending = np.diff(view.pred_ptr).copy()
+    succ_ptr, succ_op = view.succ_ptr.tolist(), view.succ_op.tolist()
+    ready = [(-rank[o], int(view.position[o]), int(o)) for o in np.flatnonzero(pending == 0)]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, _, op = heapq.heappop(ready)
+        order.append(op)
+        for c in succ_op[succ_ptr[op]:succ_ptr[op + 1]]:
+            pending[c] -= 1
+            if pending[c] == 0:
+                heapq.heappush(ready, (-rank[c], int(view.position[c]), c))
+    return np.asarray(order, np.int64)
+
+
+def _unit_adjacency(problem: PlacementProblem):
+    """CSR over units: every other unit a unit exchanges data with, and the bytes (summed over
+    both directions)."""
+    g, u, nu = problem.graph, problem.unit_of_op, problem.num_units
+    a, b = u[g.edge_src], u[g.edge_dst]
+    keep = a != b
+    a, b, w = a[keep], b[keep], g.edge_bytes[keep].astype(np.float64)
+    src, dst, w = np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([w, w])
+    key, inv = np.unique(src * max(nu, 1) + dst, return_inverse=True)
+    total = np.bincount(inv, weights=w, minlength=key.size)
+    s, d = key // max(nu, 1), key % max(nu, 1)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(s, minlength=nu))]).astype(np.int64)
+    return ptr, d.astype(np.int64), total
+
+
+def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int = 1,
+            seed: int = 0, forced: np.ndarray | None = None) -> Rollouts:
+    """``count`` rollouts under logits ``s + w . phi`` (``s``: (units, D), ``w``: (units, F)).
+
+    ``mode``: SAMPLE draws from the softmax (uniforms from ``seed``), GREEDY takes the argmax,
+    FORCED follows ``forced`` ((count, units) placements) to record their features."""
+    nu, nd = a.num_units, a.num_devices
+    if forced is not None:
+        forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
+        count = forced.shape[0]
+    else:
+        forced = np.zeros((count, nu), np.int64)
+    u01 = np.random.default_rng(seed).random((count, nu)) if mode == SAMPLE else np.zeros((count, nu))
+    placements = np.zeros((count, nu), np.int64)
+    phi = np.zeros((count, nu, nd, DYN_FEATURES), np.float32)
+    mask = np.zeros((count, nu, nd), np.bool_)
+    est = np.zeros(count)
+    s64, w64 = np.ascontiguousarray(s, np.float64), np.ascontiguousarray(w, np.float64)
+    for k in range(count):
+        est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
+                          a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
+                          a.inv_bw, a.need, a.capacity, a.tau, s64, w64, mode, u01[k], forced[k],
+                          placements[k], phi[k], mask[k])
+    return Rollouts(placements, phi, mask, est)
+
+
+@njit(cache=True)
+def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
+             adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, mode,
+             u01, forced, unit_dev, phi, mask):
+    n, nd = cost.shape[0], cost.shape[1]
+    finish = np.zeros(n)
+    op_dev = np.zeros(n, np.int64)
+    unit_dev[:] = -1
+    lanes = np.zeros(lane_ptr[nd])
+    used = np.zeros(nd)
+    load = np.zeros(nd)
+    ready = np.empty(nd)
+    start = np.empty(nd)
+    makespan = 0.0
+    for i in range(n):
+        op = order[i]
+        for d in range(nd):
+            r = 0.0
+            for e in range(pred_ptr[op], pred_ptr[op + 1]):
+                p = pred_op[e]
+                a = op_dev[p]
+                t = finish[p] + latency[a, d] + pred_bytes[e] * inv_bw[a, d]
+                if t > r:
+                    r = t
+            ready[d] = r
+            start[d] = max(r, _lane_free(lanes, lane_ptr, d))
+        u = unit_of_op[op]
+        if unit_dev[u] < 0:
+            _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
+                      unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
+            if mode == 2:
+                mask[u, forced[u]] = True
+                d = forced[u]
+            else:
+                d = _choose(s[u], w[u], phi[u], mask[u], mode, u01[u])
+            unit_dev[u] = d
+            used[d] += need[u]
+        d = unit_dev[u]
+        op_dev[op] = d
+        finish[op] = start[d] + cost[op, d]
+        _run_on_lane(lanes, lane_ptr, d, finish[op])
+        load[d] += cost[op, d]
+        if finish[op] > makespan:
+            makespan = finish[op]
+    return makespan
+
+
+@njit(cache=True, inline="always")
+def _lane_free(lanes, lane_ptr, d):
+    m = lanes[lane_ptr[d]]
+    for k in range(lane_ptr[d] + 1, lane_ptr[d + 1]):
+        m = min(m, lanes[k])
+    return m
+
+
+@njit(cache=True, inline="always")
+def _run_on_lane(lanes, lane_ptr, d, end):
+    best = lane_ptr[d]
+    for k in range(lane_ptr[d] + 1, lane_ptr[d + 1]):
+        if lanes[k] < lanes[best]:
+            best = k
+    lanes[best] = end
+
+
+@njit(cache=True)
+def _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, unit_dev,
+              used, load, need, capacity, tau, phi, mask):
+    nd = cost.shape[1]
+    traffic = np.zeros(nd)
+    total = 0.0
+    for e in range(adj_ptr[u], adj_ptr[u + 1]):
+        v = unit_dev[adj_unit[e]]
+        if v >= 0:
+            traffic[v] += adj_bytes[e]
+            total += adj_bytes[e]
+    eft = np.empty(nd)
+    ueft = np.empty(nd)
+    any_fit = False
+    for d in range(nd):
+        eft[d] = start[d] + cost[op, d]
+        ueft[d] = start[d] + unit_cost[u, d]
+        mask[d] = used[d] + need[u] <= capacity[d]
+        any_fit = any_fit or mask[d]
+    if not any_fit:
+        mask[:] = True
+    m_eft, m_start, m_ready, m_ueft, m_load = eft.min(), start.min(), ready.min(), ueft.min(), load.min()
+    for d in range(nd):
+        phi[d, 0] = np.log1p((eft[d] - m_eft) / tau)
+        phi[d, 1] = np.log1p((start[d] - m_start) / tau)
+        phi[d, 2] = np.log1p((ready[d] - m_ready) / tau)
+        phi[d, 3] = np.log1p(max(start[d] - ready[d], 0.0) / tau)
+        phi[d, 4] = min((used[d] + need[u]) / max(capacity[d], 1.0), 2.0)
+        phi[d, 5] = traffic[d] / total if total > 0 else 0.0
+        phi[d, 6] = np.log1p((load[d] - m_load) / tau) / 4.0
+        phi[d, 7] = np.log1p((ueft[d] - m_ueft) / tau)
+
+
+@njit(cache=True)
+def _choose(s, w, phi, mask, mode, u):
+    nd = s.shape[0]
+    logits = np.empty(nd)
+    best = -1
+    for d in range(nd):
+        x = s[d]
+        for f in range(w.shape[0]):
+            x += w[f] * phi[d, f]
+        logits[d] = x if mask[d] else -np.inf
+        if mask[d] and (best < 0 or logits[d] > logits[best]):
+            best = d
+    if mode == 1:
+        return best
+    z, top = 0.0, logits[best]
+    for d in range(nd):
+        logits[d] = np.exp(logits[d] - top) if mask[d] else 0.0
+        z += logits[d]
+    acc, target = 0.0, u * z
+    for d in range(nd):
+        acc += logits[d]
+        if mask[d] and acc >= target:
+            return d
+    return best

@@ -1,0 +1,75 @@
+"""Post's objective on the list scheduler: exact log-probabilities, elites, and learning that
+moves the policy the way the objective says."""
+
+import numpy as np
+import torch
+
+from gplace.cluster import load_cluster
+from gplace.gnn.learn import (LearnConfig, ProblemState, decision_logp, elite_loss, greedy, loss,
+                              sample)
+from gplace.gnn.policy import GNNPolicy
+from gplace.problem import PlacementProblem
+from gplace.sim.random_graphs import RandomDagConfig, random_dag
+
+
+def state(seed=0, cluster="post-2gpu"):
+    g = random_dag(RandomDagConfig(ops=120), seed)
+    return ProblemState(PlacementProblem.build(g, load_cluster(cluster)))
+
+
+def test_decision_logp_matches_the_sampling_frequencies():
+    """The torch log-probabilities are those the compiled rollout sampled from."""
+    torch.manual_seed(0)
+    st = state(1)
+    policy = GNNPolicy(hidden_channels=8, num_layers=1, scale=0.5)  # soft: real choices
+    b = sample(policy, st, 400, seed=3)
+    with torch.no_grad():
+        _, logp = decision_logp(policy(st.features), b.ro)
+    u = int(np.argmax(b.ro.mask[0].sum(-1) > 1))   # the first unit with a choice at all
+    first = np.flatnonzero(b.ro.mask[0].sum(-1) > 1)[0]
+    # the first decision with a choice has the same features in every rollout before it diverges
+    probs = logp[0, first].exp().numpy()
+    freq = np.bincount(b.ro.placements[:, first], minlength=st.problem.num_devices) / 400
+    assert u == first and np.abs(freq - probs).max() < 0.08
+
+
+def test_elites_keep_the_fastest_distinct_placements():
+    st = state(2)
+    st.elite_size = 2
+    p = np.zeros((3, st.problem.num_units), np.int64)
+    p[1, 0], p[2, 1] = 1, 1
+    st.offer(p, np.array([3.0, 1.0, 2.0]), np.array([True, True, True]))
+    assert [e.step_time_s for e in st.elites] == [1.0, 2.0]
+    st.offer(p[1:2], np.array([0.1]), np.array([True]))        # known: not added twice
+    st.offer(p[:1], np.array([0.5]), np.array([False]))        # infeasible: never an elite
+    assert [e.step_time_s for e in st.elites] == [1.0, 2.0]
+    st.offer(p[:1], np.array([0.5]), np.array([True]))
+    assert [e.step_time_s for e in st.elites] == [0.5, 1.0]
+    assert np.array_equal(st.elites[0].rollout.placements[0], p[0])
+
+
+def test_cross_entropy_steps_make_the_elite_the_greedy_placement():
+    torch.manual_seed(0)
+    st = state(3, "post-4gpu")
+    policy = GNNPolicy(hidden_channels=16, num_layers=2)
+    target = np.full(st.problem.num_units, st.problem.num_devices - 1)  # HEFT would spread
+    st.offer(target[None], np.array([1.0]), np.array([True]))
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    before = (greedy(policy, st) == target).mean()
+    for _ in range(150):
+        opt.zero_grad()
+        elite_loss(policy(st.features), st).backward()
+        opt.step()
+    after = (greedy(policy, st) == target).mean()
+    assert before < 0.5 and after > 0.9
+
+
+def test_ppo_loss_is_finite_and_has_gradients():
+    torch.manual_seed(0)
+    st = state(4, "hetero")
+    policy = GNNPolicy(hidden_channels=8, num_layers=1)
+    b = sample(policy, st, 6, seed=0)
+    total = loss(policy, st, b, LearnConfig())
+    total.backward()
+    assert torch.isfinite(total)
+    assert policy.w0.grad is not None and torch.isfinite(policy.w0.grad).all()
