@@ -6,10 +6,8 @@ the last bit (tests/sim/test_equivalence.py). Per placement: ``loop.plan`` (devi
 transfers listed), ``loop.run`` (the event loop), ``memory.events`` and ``memory.peak``.
 
 Batches are split over all cores by default (numba threads; the rows are independent, so the
-results do not depend on the threads). Compiled code is cached on disk (numba ``cache=True``:
-``__pycache__`` beside the sources, or, where the package is not writable, numba's user-wide
-cache directory; ``NUMBA_CACHE_DIR`` sets another), so only the first call of a fresh install
-compiles.
+results do not depend on the threads). Compiled code is cached on disk
+(:mod:`gplace.sim.jit_cache`), so only the first call of a fresh install compiles.
 """
 
 from __future__ import annotations
@@ -21,21 +19,23 @@ import numpy as np
 from numba import njit, prange
 
 from gplace.problem import PlacementProblem
-from gplace.sim import loop, memory
+from gplace.sim import jit_cache, loop, memory
 from gplace.sim.arrays import SimArrays, build_arrays
 from gplace.sim.records import BatchResult, SimResult, Transfers
 
+jit_cache.invalidate_stale()
 MAX_BYTES = memory.MAX_BYTES
 _PARALLEL_MIN_OPS = 20_000  # op-events a batch needs before threads pay for their start-up
 
 
 @njit(cache=True)
-def _one(a, devs, b, w, shift, step, busy, peak, oom, nxs, free):
+def _one(a, devs, b, w, shift, step, busy, peak, oom, nxs):
     """Row b of a batch: plans, runs, sweeps memory. Returns whether every op ran."""
     nx = loop.plan(a, devs, b, w, shift)
     done = loop.run(a, w, shift, busy[b])
     step[b] = w.end.max() if a.num_ops else 0.0
-    memory.peak(a, w, memory.events(a, w, free), peak[b])
+    m = memory.events(a, w, w.sweep, w.free, step[b])
+    memory.peak(w.sweep, m, step[b], w.params, peak[b])
     oom[b] = (peak[b] > a.capacity).any()
     nxs[b] = nx
     return done == a.num_ops
@@ -44,10 +44,9 @@ def _one(a, devs, b, w, shift, step, busy, peak, oom, nxs, free):
 @njit(cache=True)
 def _batch(a, devs, w, shift, step, busy, peak, oom, nxs):
     """Simulates every row of ``devs`` (batch, ops) in turn; returns whether every op ran."""
-    free = np.zeros(a.num_devices)
     all_ran = True
     for b in range(devs.shape[0]):
-        all_ran &= _one(a, devs, b, w, shift, step, busy, peak, oom, nxs, free)
+        all_ran &= _one(a, devs, b, w, shift, step, busy, peak, oom, nxs)
     return all_ran
 
 
@@ -59,9 +58,8 @@ def _batch_parallel(a, devs, shift, step, busy, peak, oom, nxs, chunks):
     ran = np.ones(chunks, np.bool_)
     for c in prange(chunks):
         w = loop.new_work(a)
-        free = np.zeros(a.num_devices)
         for b in range(c * rows // chunks, (c + 1) * rows // chunks):
-            ran[c] &= _one(a, devs, b, w, shift, step, busy, peak, oom, nxs, free)
+            ran[c] &= _one(a, devs, b, w, shift, step, busy, peak, oom, nxs)
     return ran.all()
 
 
@@ -146,8 +144,7 @@ class FastSimulator:
                                       np.zeros((1, a.num_devices), np.int64),
                                       np.zeros(1, np.bool_), np.zeros(1, np.int64))
         w = self._scratch()
-        assert _one(a, devs, 0, w, self._shift, step, busy, peak, oom, nxs,
-                    np.zeros(a.num_devices)), \
+        assert _one(a, devs, 0, w, self._shift, step, busy, peak, oom, nxs), \
             "some op never ran: the scheduling view of the graph has a cycle"
         start, end = np.zeros(a.num_ops), np.zeros(a.num_ops)
         start[a.op_of_id], end[a.op_of_id] = w.start, w.end

@@ -2,9 +2,10 @@
 
 Two passes per placement:
 
-* ``plan``: the placement's devices gathered by op id (:mod:`gplace.sim.arrays`), and its transfers listed in one pass over
-  the outputs (one per output and other device that reads it), so that the loop pushes them
-  without a "sent already?" table of outputs x devices;
+* ``plan``: the placement's devices and op times gathered by op id (:mod:`gplace.sim.arrays`),
+  and its transfers listed in one pass over the outputs (one per output and other device that
+  reads it, with its key, channel, duration and latency), so that the loop pushes them without
+  a "sent already?" table of outputs x devices or look-ups through the output;
 * ``run``: the loop. Tasks leave the heap (:mod:`gplace.sim.heap`) in (ready time, key) order
   with the reference's keys: an op's topological rank, or ``ops + output key * devices +
   device`` for a transfer. The heap holds ``key << shift | op or transfer``, so a popped task
@@ -22,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from gplace.sim.heap import bits, from_bits, pop, push
+from gplace.sim.memory import Sweep, new_sweep
 
 
 class Work(NamedTuple):
@@ -48,11 +50,9 @@ class Work(NamedTuple):
     xa: np.ndarray         # (edges,) usable at the receiver
     order: np.ndarray      # (edges,) int32: transfers in the order they were sent
     seen: np.ndarray       # (devices,) int32: last output sent to each device (plan)
-    ev_t: np.ndarray       # memory events (gplace.sim.memory): time, packed bytes and device
-    ev_b: np.ndarray
-    so_t: np.ndarray       # the same, sorted by time
-    so_b: np.ndarray
-    count: np.ndarray      # bucket bounds of the sort
+    params: np.ndarray     # (devices,) int64 parameter bytes
+    free: np.ndarray       # (devices,) scratch of memory.events
+    sweep: Sweep           # scratch of the memory sweep
 
 
 @njit(cache=True)
@@ -67,37 +67,44 @@ def new_work(a):
                 np.zeros(2 * (n + ne + 1), np.int64), np.zeros(n_out + 1, i), np.zeros(x, i),
                 np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
                 np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
-                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(nd, i), np.zeros(m, f),
-                np.zeros(m, np.int64), np.zeros(m, f), np.zeros(m, np.int64),
-                np.zeros(m + 1, np.int64))
+                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(nd, i),
+                np.zeros(nd, np.int64), np.zeros(nd, f), new_sweep(m, nd))
 
 
 @njit(cache=True)
 def plan(a, devs, b, w, shift):
     """Row b of ``devs`` (batch, graph ops) into w.dev / w.dur by id, w.ready / w.pending
-    reset; the row's transfers into w.xptr and the w.x* columns. Returns the number of
-    transfers."""
+    reset, w.params summed; the row's transfers into w.xptr and the w.x* columns. Returns the
+    number of transfers. (Arrays are taken out of the records first: numba counts references
+    on every access to a record's array inside a loop, 3x slower.)"""
     n, nd = a.num_ops, a.num_devices
-    dev, xptr, xd, xj, seen = w.dev, w.xptr, w.xd, w.xj, w.seen
+    dev, dur, ready, pending, params, seen = w.dev, w.dur, w.ready, w.pending, w.params, w.seen
+    xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
+    op_of_id, cost, indeg, param_bytes = a.op_of_id, a.cost, a.indeg, a.param_bytes
+    out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
+                                                      a.out_key, a.out_bytes)
+    channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
+    params[:] = 0
     for o in range(n):
-        d = devs[b, a.op_of_id[o]]
-        dev[o], w.dur[o], w.ready[o], w.pending[o] = d, a.cost[o, d], 0.0, a.indeg[o]
+        d = devs[b, op_of_id[o]]
+        dev[o], dur[o], ready[o], pending[o] = d, cost[o, d], 0.0, indeg[o]
+        params[d] += param_bytes[o]
     seen[:] = -1
     nx = 0
     for o in range(n):
         src = dev[o]
-        for j in range(a.out_ptr[o], a.out_ptr[o + 1]):
+        for j in range(out_ptr[o], out_ptr[o + 1]):
             xptr[j] = nx
-            for e in range(a.cons_ptr[j], a.cons_ptr[j + 1]):
-                dc = dev[a.cons_op[e]]
+            for e in range(cons_ptr[j], cons_ptr[j + 1]):
+                dc = dev[cons_op[e]]
                 if dc != src and seen[dc] != j:
                     seen[dc] = j
-                    xd[nx], xj[nx], w.xch[nx] = dc, j, a.channel[src, dc]
-                    w.xkey[nx] = (np.int64(n + a.out_key[j] * nd + dc) << shift) | nx
-                    w.xdur[nx] = a.out_bytes[j] / a.bandwidth[src, dc]
-                    w.xlat[nx] = a.latency[src, dc]
+                    xd[nx], xj[nx], xch[nx] = dc, j, channel[src, dc]
+                    xkey[nx] = (np.int64(n + out_key[j] * nd + dc) << shift) | nx
+                    xdur[nx] = out_bytes[j] / bandwidth[src, dc]
+                    xlat[nx] = latency[src, dc]
                     nx += 1
-    xptr[a.out_bytes.shape[0]] = nx
+    xptr[out_bytes.shape[0]] = nx
     return nx
 
 
@@ -113,22 +120,25 @@ def _available(o, t, ready, pending, h, size, key, shift):
 
 @njit(cache=True)
 def run(a, w, shift, busy):
-    """The placement planned in ``w`` (by ``plan``, with the same ``shift``): fills w.start/end, busy (devices,) and the transfer
-    columns (w.order in the order sent). Returns the number of ops run."""
-    n, nd = a.num_ops, a.num_devices
+    """The placement planned in ``w`` (by ``plan``, with the same ``shift``): fills
+    w.start/end, busy (devices,) and the transfer columns (w.order in the order sent).
+    Returns the number of ops run."""
+    n = a.num_ops
     dev, ready, pending, start, end, h = w.dev, w.ready, w.pending, w.start, w.end, w.heap
-    lane_free, chan_free, xptr, xd, xj = w.lane_free, w.chan_free, w.xptr, w.xd, w.xj
-    dur, out_ptr, cons_ptr, cons_op, lane_ptr = w.dur, a.out_ptr, a.cons_ptr, a.cons_op, a.lane_ptr
-    mask = (1 << shift) - 1
+    lane_free, chan_free, dur = w.lane_free, w.chan_free, w.dur
+    xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
+    xs, xf, xa, order = w.xs, w.xf, w.xa, w.order
+    out_ptr, cons_ptr, cons_op, lane_ptr = a.out_ptr, a.cons_ptr, a.cons_op, a.lane_ptr
+    ctrl_ptr, ctrl_op, latency, key, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.op_key, a.sources
+    mask = (np.int64(1) << shift) - 1
     lane_free[:] = 0.0
     chan_free[:] = 0.0
     busy[:] = 0.0
     size = 0
-    first, n_first = a.sources, a.sources.shape[0]
     done = sent = q = 0
-    while size > 0 or q < n_first:
-        if q < n_first and (size == 0 or h[0] > 0 or h[1] >> shift > a.op_key[first[q]]):
-            t, packed = 0.0, (np.int64(a.op_key[first[q]]) << shift) | first[q]  # ready at 0: no heap
+    while size > 0 or q < first.shape[0]:
+        if q < first.shape[0] and (size == 0 or h[0] > 0 or h[1] >> shift > key[first[q]]):
+            t, packed = 0.0, (np.int64(key[first[q]]) << shift) | first[q]  # ready at 0
             q += 1
         else:
             t, packed = from_bits(h[0]), h[1]
@@ -147,25 +157,25 @@ def run(a, w, shift, busy):
             done += 1
             for j in range(out_ptr[o], out_ptr[o + 1]):
                 for x in range(xptr[j], xptr[j + 1]):
-                    size = push(h, size, bits(en), w.xkey[x])
+                    size = push(h, size, bits(en), xkey[x])
                 for e in range(cons_ptr[j], cons_ptr[j + 1]):
                     c = cons_op[e]
                     if dev[c] == d:
-                        size = _available(c, en, ready, pending, h, size, a.op_key, shift)
-            for e in range(a.ctrl_ptr[o], a.ctrl_ptr[o + 1]):
-                c = a.ctrl_op[e]
-                ta = en if dev[c] == d else en + a.latency[d, dev[c]]
-                size = _available(c, ta, ready, pending, h, size, a.op_key, shift)
+                        size = _available(c, en, ready, pending, h, size, key, shift)
+            for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
+                c = ctrl_op[e]
+                ta = en if dev[c] == d else en + latency[d, dev[c]]
+                size = _available(c, ta, ready, pending, h, size, key, shift)
         else:
             x = packed & mask
-            j, dd, ch = xj[x], xd[x], w.xch[x]
+            j, dd, ch = xj[x], xd[x], xch[x]
             begin = max(t, chan_free[ch])
-            finish = begin + w.xdur[x]
+            finish = begin + xdur[x]
             chan_free[ch] = finish
-            arrive = finish + w.xlat[x]
-            w.xs[x], w.xf[x], w.xa[x], w.order[sent] = begin, finish, arrive, x
+            arrive = finish + xlat[x]
+            xs[x], xf[x], xa[x], order[sent] = begin, finish, arrive, x
             sent += 1
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 if dev[cons_op[e]] == dd:
-                    size = _available(cons_op[e], arrive, ready, pending, h, size, a.op_key, shift)
+                    size = _available(cons_op[e], arrive, ready, pending, h, size, key, shift)
     return done
