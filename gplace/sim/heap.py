@@ -13,6 +13,7 @@ near the bottom).
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 
@@ -58,22 +59,31 @@ def push(h, size, t, k):
 
 
 @njit(cache=True, inline="always")
+def _min2(t1, k1, i1, t2, k2, i2):
+    """The smaller of two entries (time, key, index), without a branch: a mispredicted
+    branch per heap level cost a quarter of the event loop."""
+    mask = -np.int64(_lt(t2, k2, t1, k1))  # all ones if entry 2 is smaller
+    return t1 ^ ((t1 ^ t2) & mask), k1 ^ ((k1 ^ k2) & mask), i1 ^ ((i1 ^ i2) & mask)
+
+
+@njit(cache=True, inline="always")
 def pop(h, size):
     """Removes the root (the caller read h[0], h[1] first); returns the new size."""
     size -= 1
     i = 0
     while True:
         c = 4 * i + 1
-        if c >= size:
+        if c + 3 < size:  # a full family: a two-round tournament
+            ta, ka, ia = _min2(h[2 * c], h[2 * c + 1], c, h[2 * c + 2], h[2 * c + 3], c + 1)
+            tb, kb, ib = _min2(h[2 * c + 4], h[2 * c + 5], c + 2, h[2 * c + 6], h[2 * c + 7],
+                               c + 3)
+            tm, km, m = _min2(ta, ka, ia, tb, kb, ib)
+        elif c < size:
+            m, tm, km = c, h[2 * c], h[2 * c + 1]
+            for q in range(c + 1, size):
+                tm, km, m = _min2(tm, km, m, h[2 * q], h[2 * q + 1], q)
+        else:
             break
-        m, tm, km = c, h[2 * c], h[2 * c + 1]
-        last = c + 4 if c + 3 < size else size  # a full family unrolls
-        for q in range(c + 1, last):
-            tq, kq = h[2 * q], h[2 * q + 1]
-            smaller = _lt(tq, kq, tm, km)
-            m = q if smaller else m
-            tm = tq if smaller else tm
-            km = kq if smaller else km
         h[2 * i], h[2 * i + 1] = tm, km
         i = m
     _lift(h, i, h[2 * size], h[2 * size + 1])
