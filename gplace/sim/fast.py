@@ -18,6 +18,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
+from gplace.errors import ConfigError
 from gplace.problem import PlacementProblem
 from gplace.sim import jit_cache, loop, memory
 from gplace.sim.arrays import SimArrays, build_arrays
@@ -29,9 +30,9 @@ _PARALLEL_MIN_OPS = 20_000  # op-events a batch needs before threads pay for the
 
 
 @njit(cache=True)
-def _one(a, devs, b, w, shift, step, busy, peak, oom, nxs):
+def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs):
     """Row b of a batch: plans, runs, sweeps memory. Returns whether every op ran."""
-    nx = loop.plan(a, devs, b, w, shift)
+    nx = loop.plan(a, devs, col, b, w, shift)
     done = loop.run(a, w, shift, busy[b])
     step[b] = w.end.max() if a.num_ops else 0.0
     m = memory.events(a, w, w.sweep, w.free, step[b])
@@ -42,16 +43,16 @@ def _one(a, devs, b, w, shift, step, busy, peak, oom, nxs):
 
 
 @njit(cache=True)
-def _batch(a, devs, w, shift, step, busy, peak, oom, nxs):
+def _batch(a, devs, col, w, shift, step, busy, peak, oom, nxs):
     """Simulates every row of ``devs`` (batch, ops) in turn; returns whether every op ran."""
     all_ran = True
     for b in range(devs.shape[0]):
-        all_ran &= _one(a, devs, b, w, shift, step, busy, peak, oom, nxs)
+        all_ran &= _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs)
     return all_ran
 
 
 @njit(cache=True, parallel=True)
-def _batch_parallel(a, devs, shift, step, busy, peak, oom, nxs, chunks):
+def _batch_parallel(a, devs, col, shift, step, busy, peak, oom, nxs, chunks):
     """As _batch, the rows split into ``chunks`` contiguous runs simulated in parallel (one
     scratch each)."""
     rows = devs.shape[0]
@@ -59,7 +60,7 @@ def _batch_parallel(a, devs, shift, step, busy, peak, oom, nxs, chunks):
     for c in prange(chunks):
         w = loop.new_work(a)
         for b in range(c * rows // chunks, (c + 1) * rows // chunks):
-            ran[c] &= _one(a, devs, b, w, shift, step, busy, peak, oom, nxs)
+            ran[c] &= _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs)
     return ran.all()
 
 
@@ -77,6 +78,8 @@ class FastSimulator:
         self.threads = threads
         self._local = threading.local()  # one scratch per calling thread, kept between calls
         a = self.arrays
+        self._col_unit = np.ascontiguousarray(problem.unit_of_op[a.op_of_id], np.int64)
+        self._col_op = np.ascontiguousarray(a.op_of_id, np.int64)
         biggest = int((a.out_total + a.temp.max(axis=1)).max()) if a.num_ops else 0
         if a.num_devices > memory.DEV_MASK + 1 or biggest >= MAX_BYTES:
             raise ValueError(f"the fast simulator packs a device index into {memory.DEV_BITS} "
@@ -92,21 +95,23 @@ class FastSimulator:
 
     def run_batch(self, placements: np.ndarray) -> BatchResult:
         """(batch, units) unit placements -> one BatchResult row each."""
-        placements = np.atleast_2d(np.asarray(placements, np.int64))
-        return self.run_ops_batch(self.problem.expand(placements))
+        return self._batch(self._rows(placements, self.problem.num_units, "units"),
+                           self._col_unit)
 
     def run_ops_batch(self, op_devices: np.ndarray) -> BatchResult:
         """(batch, ops) device of every op -> one BatchResult row each."""
-        devs = self._rows(op_devices)
+        return self._batch(self._rows(op_devices, self.arrays.num_ops, "ops"), self._col_op)
+
+    def _batch(self, devs: np.ndarray, col: np.ndarray) -> BatchResult:
         a, b = self.arrays, devs.shape[0]
         step, nxs = np.zeros(b), np.zeros(b, np.int64)
         busy, peak = np.zeros((b, a.num_devices)), np.zeros((b, a.num_devices), np.int64)
         oom = np.zeros(b, np.bool_)
         chunks = self._chunks(b)
         if chunks > 1:
-            ok = _batch_parallel(a, devs, self._shift, step, busy, peak, oom, nxs, chunks)
+            ok = _batch_parallel(a, devs, col, self._shift, step, busy, peak, oom, nxs, chunks)
         else:
-            ok = _batch(a, devs, self._scratch(), self._shift, step, busy, peak, oom, nxs)
+            ok = _batch(a, devs, col, self._scratch(), self._shift, step, busy, peak, oom, nxs)
         assert ok, "some op never ran: the scheduling view of the graph has a cycle"
         return BatchResult(step, busy, peak, oom, nxs)
 
@@ -117,14 +122,16 @@ class FastSimulator:
             return 1
         return max(1, min(threads, rows))
 
-    def _rows(self, op_devices: np.ndarray) -> np.ndarray:
-        devs = np.ascontiguousarray(np.atleast_2d(op_devices), np.int64)
-        a = self.arrays
-        if devs.shape[1] != a.num_ops:
-            raise ValueError(f"placement rows have {devs.shape[1]} ops, the graph has {a.num_ops}")
-        if devs.size and (devs.min() < 0 or devs.max() >= a.num_devices):
-            raise ValueError(f"placement devices must be in 0..{a.num_devices - 1}, got "
-                             f"{devs.min()}..{devs.max()}")
+    def _rows(self, rows: np.ndarray, width: int, what: str) -> np.ndarray:
+        """(batch, width) int64 rows of device indices, checked. Unit placements fail with
+        ConfigError, as in PlacementProblem.expand; op rows with ValueError, as before."""
+        devs = np.ascontiguousarray(np.atleast_2d(np.asarray(rows, np.int64)))
+        nd, error = self.arrays.num_devices, ConfigError if what == "units" else ValueError
+        if devs.ndim != 2 or devs.shape[1] != width:
+            raise error(f"placement rows have {devs.shape[-1]} entries, the problem has "
+                        f"{width} {what}")
+        if devs.size and (devs.min() < 0 or devs.max() >= nd):
+            raise error(f"placement holds a device index outside 0..{nd - 1}")
         return devs
 
     def _scratch(self) -> loop.Work:
@@ -139,12 +146,12 @@ class FastSimulator:
 
     def run_ops(self, op_device: np.ndarray) -> SimResult:
         a = self.arrays
-        devs = self._rows(np.asarray(op_device)[None, :])
+        devs = self._rows(np.asarray(op_device)[None, :], a.num_ops, "ops")
         step, busy, peak, oom, nxs = (np.zeros(1), np.zeros((1, a.num_devices)),
                                       np.zeros((1, a.num_devices), np.int64),
                                       np.zeros(1, np.bool_), np.zeros(1, np.int64))
         w = self._scratch()
-        assert _one(a, devs, 0, w, self._shift, step, busy, peak, oom, nxs), \
+        assert _one(a, devs, self._col_op, 0, w, self._shift, step, busy, peak, oom, nxs), \
             "some op never ran: the scheduling view of the graph has a cycle"
         start, end = np.zeros(a.num_ops), np.zeros(a.num_ops)
         start[a.op_of_id], end[a.op_of_id] = w.start, w.end

@@ -72,21 +72,22 @@ def new_work(a):
 
 
 @njit(cache=True)
-def plan(a, devs, b, w, shift):
-    """Row b of ``devs`` (batch, graph ops) into w.dev / w.dur by id, w.ready / w.pending
+def plan(a, devs, col, b, w, shift):
+    """Row b of ``devs`` (batch, columns), op i's device in column col[i] (a unit placement's
+    or a graph op's), into w.dev / w.dur by id, w.ready / w.pending
     reset, w.params summed; the row's transfers into w.xptr and the w.x* columns. Returns the
     number of transfers. (Arrays are taken out of the records first: numba counts references
     on every access to a record's array inside a loop, 3x slower.)"""
     n, nd = a.num_ops, a.num_devices
     dev, dur, ready, pending, params, seen = w.dev, w.dur, w.ready, w.pending, w.params, w.seen
     xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
-    op_of_id, cost, indeg, param_bytes = a.op_of_id, a.cost, a.indeg, a.param_bytes
+    cost, indeg, param_bytes = a.cost, a.indeg, a.param_bytes
     out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                       a.out_key, a.out_bytes)
     channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
     params[:] = 0
     for o in range(n):
-        d = devs[b, op_of_id[o]]
+        d = devs[b, col[o]]
         dev[o], dur[o], ready[o], pending[o] = d, cost[o, d], 0.0, indeg[o]
         params[d] += param_bytes[o]
     seen[:] = -1
