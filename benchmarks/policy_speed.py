@@ -1,7 +1,8 @@
-"""Sampling speed of the GNN policy: placements per second (forward pass + sampling + log-prob)
-on graphs of about 1,000 and 10,000 ops, with colocation groups as units and coarsened to 64.
+"""Speed of the learned list scheduler: placements per second (one forward pass of the GNN,
+then the compiled rollouts with their decision features, then the per-decision log-probs) on
+graphs of about 1,000 and 10,000 ops at full granularity (colocation groups), post-4gpu.
 
-    .venv/bin/python benchmarks/policy_speed.py [--checkpoint CKPT] [--samples 256]
+    .venv/bin/python benchmarks/policy_speed.py [--checkpoint CKPT] [--samples 64]
 """
 
 from __future__ import annotations
@@ -31,38 +32,44 @@ def graphs():
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checkpoint", default=None)
-    parser.add_argument("--samples", type=int, default=256)
+    parser.add_argument("--samples", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     import torch
     torch.set_num_threads(1)
-    from gplace import post
     from gplace.cluster import load_cluster
-    from gplace.features import problem_features
-    from gplace.gnn_placer import load
-    from gplace.policy import FeatureTensors, GNNPolicy, sample
-    from gplace.problem import CoarsenConfig, PlacementProblem
-    policy = load(args.checkpoint).policy if args.checkpoint or Path(
-        "gplace/checkpoints/policy.pt").exists() else GNNPolicy()
+    from gplace.gnn.learn import ProblemState, decision_logp
+    from gplace.gnn.placer import SHIPPED, load_policy
+    from gplace.gnn.policy import GNNPolicy
+    from gplace.gnn.schedule import GREEDY, SAMPLE, rollout
+    from gplace.problem import PlacementProblem
+    policy = (load_policy(args.checkpoint)[0] if args.checkpoint or SHIPPED.exists()
+              else GNNPolicy())
     for graph in graphs():
-        for units in (None, 64):
-            p = PlacementProblem.build(graph, load_cluster("post-4gpu"), coarsen=CoarsenConfig(units))
+        p = PlacementProblem.build(graph, load_cluster("post-4gpu"))
+        t0 = time.perf_counter()
+        state = ProblemState(p, measurer=object())
+        build_s = time.perf_counter() - t0
+        with torch.no_grad():
+            scores = policy(state.features)
+            rollout(state.sched, *scores.numpy(), GREEDY)  # compile outside the timing
+        times, greedy_times = [], []
+        for r in range(args.repeats):
             t0 = time.perf_counter()
-            f = FeatureTensors.from_numpy(problem_features(p))
-            feat_s = time.perf_counter() - t0
-            times = []
-            gen = torch.Generator().manual_seed(0)
-            for _ in range(args.repeats):
-                t0 = time.perf_counter()
-                with torch.no_grad():
-                    logits = policy(f)
-                    s = sample(logits, args.samples, gen)
-                    post.placement_logp(logits.double(), s)
-                times.append(time.perf_counter() - t0)
-            med = statistics.median(times)
-            print(f"{graph.meta['name']}: {graph.num_ops:,} ops, {p.num_units:,} units: "
-                  f"{args.samples / med:,.0f} placements/s ({med * 1e3:.1f} ms for "
-                  f"{args.samples} with log-probs; features {feat_s * 1e3:.0f} ms once)")
+            with torch.no_grad():
+                scores = policy(state.features)
+                ro = rollout(state.sched, *scores.numpy(), SAMPLE, count=args.samples, seed=r)
+                decision_logp(scores, ro)
+            times.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            with torch.no_grad():
+                rollout(state.sched, *policy(state.features).numpy(), GREEDY)
+            greedy_times.append(time.perf_counter() - t0)
+        med, g = statistics.median(times), statistics.median(greedy_times)
+        print(f"{graph.meta['name']}: {graph.num_ops:,} ops, {p.num_units:,} units: "
+              f"{args.samples / med:,.0f} placements/s ({med * 1e3:.0f} ms for {args.samples} "
+              f"with log-probs); zero-shot (forward + greedy rollout) {g * 1e3:.0f} ms; "
+              f"features and scheduler arrays {build_s * 1e3:.0f} ms once")
 
 
 if __name__ == "__main__":

@@ -161,24 +161,6 @@ def twin_positions(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
     return position.astype(np.float64), np.bincount(groups)[groups].astype(np.float64)
 
 
-def canonical(problem: PlacementProblem, placement: np.ndarray) -> np.ndarray:
-    """The placement with interchangeable devices renamed in order of first use (units in id
-    order, which follows the graph's op order): equivalent placements map to one form, so
-    that elite placements agree on device labels. Link topology may differ among twins, so a
-    canonical placement is a target to learn from, not a measured one."""
-    groups = twin_groups(problem)
-    out = placement.copy()
-    for g in np.unique(groups):
-        members = np.flatnonzero(groups == g)
-        if members.size < 2:
-            continue
-        used = [d for d in dict.fromkeys(placement.tolist()) if groups[d] == g]
-        rename = dict(zip(used, members[:len(used)].tolist()))
-        mask = np.isin(placement, list(rename))
-        out[mask] = [rename[d] for d in placement[mask].tolist()]
-    return out
-
-
 def pair_features(problem: PlacementProblem) -> np.ndarray:
     g, u, n = problem.graph, problem.unit_of_op, problem.num_units
     t = np.stack([np.bincount(u, weights=problem.costs.time_s[:, d], minlength=n)

@@ -79,7 +79,7 @@ class GNNPlacer:
         state.ref_time_s = state.best_time_s if state.elites else None
         zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
         start_time = state.best_time_s
-        opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+        opt = torch.optim.Adam(policy.param_groups(cfg.lr))
         rng = np.random.default_rng(self.seed)
         rounds = 0
         while tracker.left > 0:

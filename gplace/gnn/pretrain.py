@@ -178,7 +178,7 @@ class PretrainModule(L.LightningModule):
         self.automatic_optimization = False  # several PPO epochs per rollout
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.policy.parameters(), lr=self.cfg.learn.lr)
+        return torch.optim.Adam(self.policy.param_groups(self.cfg.learn.lr))
 
     @property
     def step(self) -> int:

@@ -1,4 +1,5 @@
-"""Pretraining end to end on a tiny corpus: checkpoint, logs, resume, DDP, fine-tuning."""
+"""Pretraining end to end on a tiny corpus: checkpoint, logs, resume that is the same run, DDP,
+fine-tuning."""
 
 import shutil
 import subprocess
@@ -7,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from gplace.learn import LearnConfig
-from gplace.pretrain import PretrainConfig, run_pretrain
+from gplace.gnn.learn import LearnConfig
+from gplace.gnn.pretrain import PretrainConfig, run_pretrain
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb"
 
@@ -32,8 +34,9 @@ def corpus(tmp_path_factory):
 
 
 def config(corpus, steps, **kw):
-    return PretrainConfig(corpus=str(corpus), clusters=("post-2gpu",), units=16, max_steps=steps,
-                          val_every=2, problems_per_step=2, hidden_channels=16, num_layers=2,
+    return PretrainConfig(corpus=str(corpus), clusters=("post-2gpu",), random_clusters=1,
+                          max_steps=steps, val_every=2, problems_per_step=2, hidden_channels=16,
+                          num_layers=2,
                           learn=LearnConfig(samples=4, ppo_epochs=2), **kw)
 
 
@@ -41,37 +44,39 @@ def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
     import gplace
     out = run_pretrain(config(corpus, 3), tmp_path / "p.pt", tmp_path / "runs", progress=False)
     placer = gplace.load(out)
-    assert placer.meta["steps"] == 3 and placer.meta["config"]["units"] == 16
+    assert placer.meta["steps"] == 3 and len(placer.meta["train_problems"]) == 4
     assert placer.meta["val_zero_shot_vs_heuristic"] > 0
     csv = next((tmp_path / "runs" / "csv").glob("version_*/metrics.csv")).read_text()
     assert "train/loss" in csv and "val/zero_shot_vs_heuristic" in csv
     assert any((tmp_path / "runs" / "tb").rglob("events.out.tfevents.*"))
 
 
-def test_resume_continues_from_the_last_checkpoint(corpus, tmp_path):
-    import gplace
-    run_pretrain(config(corpus, 10), tmp_path / "a.pt", tmp_path / "runs", progress=False)
-    assert (tmp_path / "runs" / "checkpoints" / "last.ckpt").exists()
-    out = run_pretrain(config(corpus, 12), tmp_path / "b.pt", tmp_path / "runs", resume=True,
-                       progress=False)
-    assert gplace.load(out).meta["steps"] == 12
-    metrics = sorted((tmp_path / "runs" / "csv").glob("version_*/metrics.csv"))
+def test_resume_is_the_run_it_resumes(corpus, tmp_path):
+    """10 steps, then --resume to 20, gives the weights of 20 uninterrupted steps."""
+    from gplace.gnn.policy import GNNPolicy
+    whole = run_pretrain(config(corpus, 20), tmp_path / "whole.pt", tmp_path / "a", progress=False)
+    run_pretrain(config(corpus, 10), tmp_path / "half.pt", tmp_path / "b", progress=False)
+    assert (tmp_path / "b" / "checkpoints" / "last.ckpt").exists()
+    resumed = run_pretrain(config(corpus, 20), tmp_path / "resumed.pt", tmp_path / "b",
+                           resume=True, progress=False)
+    a, b = GNNPolicy.load(whole)[0].state_dict(), GNNPolicy.load(resumed)[0].state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    metrics = sorted((tmp_path / "b" / "csv").glob("version_*/metrics.csv"))
     second = metrics[-1].read_text().splitlines()[1:]
-    assert second and all(int(row.split(",")[1]) >= 10 for row in second)  # steps 10, 11
+    assert second and all(int(row.split(",")[1]) >= 10 for row in second)
 
 
 def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_path):
     import gplace
     from gplace.cluster import load_cluster
     from gplace.placers import SimMeasurer, get_placer
-    from gplace.problem import CoarsenConfig, PlacementProblem
+    from gplace.problem import PlacementProblem
     out = run_pretrain(config(corpus, 2), tmp_path / "p.pt", tmp_path / "runs", progress=False)
     graph = gplace.load_graph(corpus / "small_resnet.pb")
-    p = PlacementProblem.build(graph, load_cluster("post-4gpu"), coarsen=CoarsenConfig(16))
+    p = PlacementProblem.build(graph, load_cluster("post-4gpu"))
     m = SimMeasurer(p)
-    heft = get_placer("heft").place(p, m, 0)
-    runs = [gplace.load(out, seed=5).place_problem(p, m, 20, seeds=[heft.placement])
-            for _ in range(2)]
+    heft = get_placer("m-etf").place(p, m, 0)
+    runs = [gplace.load(out, seed=5).place(p, m, 20, seeds=[heft.placement]) for _ in range(2)]
     assert runs[0].samples == 20 and runs[0].step_time_s <= heft.step_time_s
     assert np.array_equal(runs[0].placement, runs[1].placement)
     assert np.isfinite(runs[0].info["zero_shot_step_time_s"])
@@ -80,7 +85,7 @@ def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_
 def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus), "--clusters",
-         "post-2gpu", "--max-steps", "2", "--units", "16", "--samples", "4",
+         "post-2gpu", "--max-steps", "2", "--random-clusters", "0", "--samples", "4",
          "--problems-per-step", "1", "--devices", "2", "--no-progress",
          "--out", str(tmp_path / "ddp.pt"), "--log-dir", str(tmp_path / "runs")],
         capture_output=True, text=True, timeout=600)
