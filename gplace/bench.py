@@ -52,7 +52,7 @@ class Run:
 
 def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
     """All runs, and per (graph, cluster): the lower bound and whether costs were estimated."""
-    from gplace.cli.inspect_cmd import load_any
+    from gplace.importer import load_any
     from gplace.cluster import load_cluster
     import torch
     # The placers' tensors are tiny (units x devices): intra-op threads only add synchronization,

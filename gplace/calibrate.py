@@ -272,10 +272,10 @@ def step_overhead_s(problem: PlacementProblem, placements: np.ndarray,
 def calibrate_graph(source: GraphSource, cluster: Cluster, profile: CostProfile, tasks,
                     overhead: StepOverhead, config: CalibrateConfig,
                     log: Callable[[str], None]) -> GraphCalibration:
-    import gplace
+    from gplace.importer import load_graph
     from gplace.real.measurer import RealMeasurer
     from gplace.sim import FastSimulator
-    graph = gplace.load_graph(source.path, name=source.name)
+    graph = load_graph(source.path, name=source.name)
     if config.scale_to_wall:
         profile = scaled_profile(profile)
         log(f"{source.name}: op times scaled by {profile.meta['op_times_scaled_by']:.2f} to the "

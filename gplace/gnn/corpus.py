@@ -79,8 +79,7 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
 
 def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     """The imported graph, from the cache when it is fresh."""
-    import gplace
-    from gplace.importer import IMPORTER_VERSION
+    from gplace.importer import IMPORTER_VERSION, load_graph
     stat = entry.path.stat()
     cache = entry.path.parent / ".gplace-cache" / (
         f"{entry.name}-{stat.st_size}-{int(stat.st_mtime)}-v{IMPORTER_VERSION}.npz")
@@ -89,7 +88,7 @@ def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
             return OpGraph.load(cache)
         except GplaceError:
             pass  # a stale or broken cache entry is rebuilt below
-    graph = gplace.load_graph(entry.path, name=entry.name)
+    graph = load_graph(entry.path, name=entry.name)
     try:
         graph.save(cache)
     except OSError:

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from gplace import post
+import gplace.post as post
 from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
 from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, SAMPLE, Rollouts, build_sched,

@@ -30,6 +30,13 @@ BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
 MAX_BODY_DEPTH = 4
 
 
+def load_any(path, unknown_dim: int = 1) -> OpGraph:
+    """An OpGraph from a saved ``.npz`` (OpGraph.save) or from anything load_graph reads."""
+    if str(path).endswith(".npz"):
+        return OpGraph.load(path)
+    return load_graph(path, unknown_dim=unknown_dim)
+
+
 def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None) -> OpGraph:
     """Imports ``source`` (a path, a GraphDef or a tf.Graph); raises GraphError on bad input.
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import torch
 
-from gplace import post
+import gplace.post as post
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
