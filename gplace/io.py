@@ -1,4 +1,5 @@
-"""Small file helpers: atomic writes, so that an interrupted run never leaves half a file."""
+"""Small file helpers: atomic writes, so that an interrupted run never leaves half a file, and
+a checkpoint reader that says in one line what is wrong with a file."""
 
 from __future__ import annotations
 
@@ -36,3 +37,30 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     atomic_write(path, lambda f: f.write(data), binary=True)
+
+
+def read_checkpoint(path: str | os.PathLike, what: str = "checkpoint"):
+    """``torch.load(path, weights_only=True)``, with one line that says what is wrong instead
+    of PyTorch's exception: missing, empty, not a PyTorch file (truncated or another format),
+    or holding Python objects beyond tensors and plain data (never unpickled)."""
+    import pickle
+    import zipfile
+
+    from gplace.errors import ConfigError
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such {what}")
+    if path.stat().st_size == 0:
+        raise ConfigError(f"{path}: the {what} is empty (a run killed while writing it?)")
+    if not zipfile.is_zipfile(path):
+        raise ConfigError(f"{path}: not a PyTorch {what} (truncated, corrupt or another kind "
+                          f"of file)")
+    import torch
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        raise ConfigError(f"{path}: the {what} holds Python objects besides tensors and plain "
+                          f"data; gplace does not load those (weights_only)") from None
+    except Exception as e:  # noqa: BLE001 - any failure to parse untrusted bytes is "corrupt"
+        detail = " ".join(str(e).split())[:120] or type(e).__name__
+        raise ConfigError(f"{path}: the {what} is corrupt ({detail})") from None

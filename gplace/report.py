@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -49,16 +52,54 @@ def placed_graph_def(result):
 
 
 def export_all(result, out: Path) -> list[Path]:
+    """Writes every output into a hidden folder in ``out``, then moves each file into place:
+    a failure (a full disk) leaves ``out`` as it was, with no half of a result in it."""
+    created = _make_dirs(out)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=".gplace-export-", dir=out))
+        try:
+            staged = _write_outputs(result, stage)
+            for f in staged:
+                os.replace(f, out / f.name)
+        finally:
+            shutil.rmtree(stage, ignore_errors=True)
+    except BaseException:
+        for d in reversed(created):  # the folders this call made, now empty again
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+    return [out / f.name for f in staged]
+
+
+def _make_dirs(path: Path) -> list[Path]:
+    """Creates ``path`` and missing parents; returns the folders it created, outermost first."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        path = path.parent
+    for d in reversed(missing):
+        d.mkdir()
+    return list(reversed(missing))
+
+
+def placement_record(result) -> dict:
+    """placement.json: the summary without its wall time (the file is byte-reproducible for a
+    seed; the wall time is printed and in report.html) and op name -> TF device."""
+    summary = {k: v for k, v in result.summary.items() if k != "wall_s"}
+    return {"summary": summary, "placement": result.op_devices}
+
+
+def _write_outputs(result, out: Path) -> list[Path]:
     import matplotlib
     matplotlib.use("Agg")
-    out.mkdir(parents=True, exist_ok=True)
     written = []
     placed = placed_graph_def(result)
-    if placed is not None:
-        atomic_write_bytes(out / "placed.pb", placed.SerializeToString())
+    if placed is not None:  # deterministic: attr maps in key order, the same bytes every run
+        atomic_write_bytes(out / "placed.pb", placed.SerializeToString(deterministic=True))
         written.append(out / "placed.pb")
-    atomic_write_text(out / "placement.json", json.dumps(
-        {"summary": result.summary, "placement": result.op_devices}, indent=1))
+    atomic_write_text(out / "placement.json", json.dumps(placement_record(result), indent=1))
     sim = FastSimulator(result.problem).run(result.unit_placement)
     write_trace(out / "trace.json", result.problem, sim)
     written += [out / "placement.json", out / "trace.json"]

@@ -1,6 +1,7 @@
 """The ``gplace`` command. Each subcommand lives in its own module with ``add_parser`` and ``run``.
 
-Bad input (a GplaceError) prints one line on stderr and exits 2; Ctrl-C exits 130.
+Bad input (a GplaceError or a bad option) prints one line on stderr and exits 2; Ctrl-C exits
+130. Arguments are checked (gplace.cli.checks) before any subcommand imports TensorFlow or torch.
 """
 
 from __future__ import annotations
@@ -22,8 +23,15 @@ _COMMANDS = {
 }
 
 
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gplace",
         description="Device placement for TensorFlow training-step graphs.")
     from gplace import __version__
@@ -38,10 +46,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ start-up chatter
+    from gplace.cli.interrupt import interruptible
     from gplace.errors import GplaceError
     args = build_parser().parse_args(argv)
     try:
-        return int(args._run(args) or 0)
+        with interruptible():
+            return int(args._run(args) or 0)
     except GplaceError as e:
         print(f"gplace {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from gplace.cli import checks
+
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="compare placers at equal sample budgets",
@@ -27,10 +29,15 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
-    from gplace.bench import BenchConfig, markdown_table, run_bench, summarize, write_outputs
     from gplace.errors import ConfigError
     if args.budget < 0 or args.seeds < 1:
         raise ConfigError("--budget must be >= 0 and --seeds >= 1")
+    for graph in args.graphs:
+        checks.model_path(graph)
+    for cluster in args.cluster:
+        checks.cluster_name(cluster)
+    checks.output_dir(args.out)
+    from gplace.bench import BenchConfig, markdown_table, run_bench, summarize, write_outputs
     cfg = BenchConfig(graphs=tuple(args.graphs), clusters=tuple(args.cluster),
                       methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
                       budget=args.budget, seeds=args.seeds, units=args.units or None)

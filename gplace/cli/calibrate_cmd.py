@@ -19,6 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gplace.cli import checks
 from gplace.errors import ConfigError
 
 DEFAULT_GRAPHS = ("quick_mlp", "quick_cnn", "quick_gpt")
@@ -50,32 +51,34 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--no-overhead", action="store_true",
                    help="do not add the measured per-step RPC cost to simulated times")
     p.add_argument("--allow-unsafe", action="store_true",
-                   help="run graphs with file-system / Python ops (see gplace/real/safety.py)")
+                   help="run ops off gplace's list of ops without side effects (files, "
+                        "Python, network; see gplace/real/allowlist.py)")
     p.add_argument("--out", default="calibration", metavar="DIR",
                    help="where the PNG, JSON and profiles go (default: calibration)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return p
 
 
-def resolve_graph(name: str, out: Path):
-    """GraphSource for a corpus name or a path; builds a missing corpus graph into out/graphs."""
-    from gplace.calibrate import GraphSource
+def resolve_graph(name: str, out: Path) -> tuple[str, Path, str]:
+    """(name, path, family) of a corpus name or a path, the fields of
+    gplace.calibrate.GraphSource; builds a missing corpus graph into out/graphs."""
     root = Path(__file__).resolve().parents[2]
-    family = ""
+    path = Path(name)
+    if path.suffix in (".pb", ".pbtxt"):  # a path: no need for the registry (seconds to import)
+        if not path.is_file():
+            raise ConfigError(f"graph file {name} does not exist")
+        return (path.name.split(".")[0], path, "")
     try:
         sys.path.append(str(root))
         from datasets.registry import GRAPHS
-        family = GRAPHS[name].family if name in GRAPHS else ""
     except ImportError:
         GRAPHS = {}
-    path = Path(name)
-    if path.suffix in (".pb", ".pbtxt") or path.is_file():
-        if not path.is_file():
-            raise ConfigError(f"graph file {name} does not exist")
-        return GraphSource(path.name.split(".")[0], path, family)
+    family = GRAPHS[name].family if name in GRAPHS else ""
+    if path.is_file():
+        return (path.name.split(".")[0], path, family)
     for candidate in (root / "datasets" / "corpus" / f"{name}.pb", out / "graphs" / f"{name}.pb"):
         if candidate.is_file():
-            return GraphSource(name, candidate, family)
+            return (name, candidate, family)
     if name not in GRAPHS:
         raise ConfigError(f"unknown graph {name!r}: not a file and not a corpus name "
                           f"(e.g. {', '.join(DEFAULT_GRAPHS)})")
@@ -85,17 +88,23 @@ def resolve_graph(name: str, out: Path):
                           cwd=root, capture_output=True, text=True)
     if done.returncode != 0:
         raise ConfigError(f"building {name} failed: {done.stderr.strip().splitlines()[-1:]}")
-    return GraphSource(name, out / "graphs" / f"{name}.pb", family)
+    return (name, out / "graphs" / f"{name}.pb", family)
 
 
 def run(args) -> int:
-    from gplace.calibrate import CalibrateConfig, calibrate
-    from gplace.real.measurer import RealConfig
-    from gplace.real.procs import load_task_spec
     if args.placements < 20:
         raise ConfigError(f"--placements {args.placements}: the calibration needs >= 20")
-    out = Path(args.out)
-    sources = [resolve_graph(g, out) for g in args.graphs]
+    checks.cluster_name(args.cluster)
+    out = checks.output_dir(args.out)
+    graphs = [resolve_graph(g, out) for g in args.graphs]
+    from gplace.importer.reader import read_graph_def
+    from gplace.real.safety import check_safe
+    for _, path, _ in graphs:  # every graph, before calibrate() starts any TF server
+        check_safe(read_graph_def(path)[0], args.allow_unsafe)
+    from gplace.calibrate import CalibrateConfig, GraphSource, calibrate
+    from gplace.real.measurer import RealConfig
+    from gplace.real.procs import load_task_spec
+    sources = [GraphSource(*g) for g in graphs]
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,
                              transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,

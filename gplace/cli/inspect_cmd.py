@@ -6,6 +6,8 @@ import argparse
 import json
 import time
 
+from gplace.cli import checks
+
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="import a graph and print its ops, groups, FLOPs and loops",
@@ -21,9 +23,16 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     start = time.perf_counter()
+    checks.model_path(args.model)
+    if args.save:
+        checks.output_file(args.save, "--save")
     graph = load_any(args.model, unknown_dim=args.unknown_dim)
     if args.save:
-        graph.save(args.save)
+        try:
+            graph.save(args.save)
+        except OSError as e:  # checked above, but a disk can fill up meanwhile
+            from gplace.errors import GplaceError
+            raise GplaceError(f"could not write {args.save} ({e.strerror or e})") from None
     summary = graph.summary()
     summary["import"] = graph.meta.get("import", {})
     summary["seconds"] = round(time.perf_counter() - start, 3)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from gplace.cli import checks
+
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="place a graph: zero-shot, fine-tuned, exported with a report",
@@ -25,23 +27,47 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="measure placements with the simulator (default) or on the devices")
     p.add_argument("--memory-limit", default=None, metavar="SIZE",
                    help="cap device memory: 8GB for all, or gpu0=8GB,gpu1=4GB")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--allow-unsafe", action="store_true",
+                   help="with --measure real: run ops off gplace's list of ops without side "
+                        "effects (files, Python, network; see gplace/real/allowlist.py)")
+    p.add_argument("--seed", type=checks.seed, default=0, help="0 <= seed < 2**32 (default 0)")
     p.add_argument("--out", default="gplace-out", help="output directory (default: gplace-out)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     return p
 
 
 def run(args) -> int:
+    checks.model_path(args.model)  # before the 5-15 s of importing TensorFlow and torch
+    checks.cluster_name(args.cluster)
+    out = checks.output_dir(args.out)
+    checks.policy_checkpoint(args.checkpoint)
+    if args.measure == "real":  # refuse an untrusted graph before any placement work
+        from gplace.importer.reader import read_graph_def
+        from gplace.real.safety import check_safe
+        check_safe(read_graph_def(args.model)[0], args.allow_unsafe)
+    from gplace.errors import GplaceError
     from gplace.place import place
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
-                   seed=args.seed, progress=not args.json)
-    files = result.export(args.out)
-    s = result.summary
-    if args.json:
-        print(json.dumps({**s, "out": args.out}))
-        return 0
+                   seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe)
+    try:
+        files = result.export(out)
+    except OSError as e:  # checked above, but a disk can fill up meanwhile: keep the result
+        print(render(result.summary, None, args.json))
+        raise GplaceError(f"could not write the results to {out} ({e.strerror or e}); nothing "
+                          f"was written there; the result is printed above") from None
+    print(render(result.summary, files, args.json))
+    return 0
+
+
+def render(s: dict, files: list | None, as_json: bool) -> str:
+    """The summary as text, or as one JSON object; ``files`` None when they were not written."""
+    if as_json:
+        return json.dumps({**s, "out": str(files[0].parent) if files else None})
     best = s["best_heuristic"]
+    bound = ("from the cost model" if s["measure"] == "sim" else
+             "from the cost model's profiled op times, not scaled to this machine: it bounds "
+             "simulated step times, not measured ones")
     lines = [
         f"{s['graph']}: {s['ops']:,} ops in {s['units']} units; {s['cluster_choice']}",
         f"step time        {s['step_time_s'] * 1e3:.3f} ms ({s['step_times']})",
@@ -49,10 +75,9 @@ def run(args) -> int:
         f"({s['single_device_s'] / s['step_time_s']:.2f}x slower)",
         f"best heuristic   {best['name']} {best['step_time_s'] * 1e3:.3f} ms",
         f"zero-shot        {s['zero_shot_step_time_s'] * 1e3:.3f} ms",
-        f"lower bound      {s['lower_bound_s'] * 1e3:.3f} ms (from the cost model)",
+        f"lower bound      {s['lower_bound_s'] * 1e3:.3f} ms ({bound})",
         f"samples          {s['samples']} in {s['wall_s']:.1f} s",
         f"costs            {s['costs']}",
-        f"wrote            {', '.join(str(f) for f in files)}",
+        f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
     ]
-    print("\n".join(lines))
-    return 0
+    return "\n".join(lines)

@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from gplace.errors import ConfigError
+from gplace.cli import checks
+from gplace.errors import ConfigError, GplaceError
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -29,7 +30,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     how.add_argument("--placement", metavar="FILE",
                      help='JSON {"op name": "device name or TF device"} or {"placement": {...}}')
     how.add_argument("--random", type=int, metavar="N", help="N seeded random placements")
-    p.add_argument("--seed", type=int, default=0, help="seed of --random (default 0)")
+    p.add_argument("--seed", type=checks.seed, default=0,
+                   help="seed of --random, 0 <= seed < 2**32 (default 0)")
     p.add_argument("--max-units", type=int, metavar="U",
                    help="coarsen the colocation groups to at most U units (problem.py rule)")
     p.add_argument("--cost-model", metavar="FILE", help="a saved CostModel (.json.gz)")
@@ -69,6 +71,9 @@ def run(args) -> int:
 
     if args.random is not None and args.random < 1:
         raise ConfigError(f"--random {args.random}: must be >= 1")
+    checks.model_path(args.model)
+    if args.trace:
+        checks.output_file(args.trace, "--trace")
     cluster = load_cluster(args.cluster)
     graph = load_model(args.model)
     model = CostModel.load(args.cost_model) if args.cost_model else CostModel()
@@ -96,11 +101,15 @@ def run(args) -> int:
         report["sim_events_per_s"] = events / seconds if seconds > 0 else None
         report["sim_ops_per_s"] = args.random * graph.num_ops / seconds if seconds > 0 else None
     result = sim.run(placement)
-    if args.trace:
-        write_trace(args.trace, problem, result)
     bound = lower_bound(problem)
     report = {**_summary(problem, result, bound), **report}
     print(json.dumps(report) if args.json else render(report))
+    if args.trace:
+        try:
+            write_trace(args.trace, problem, result)
+        except OSError as e:  # checked before the work, but a disk can fill up meanwhile
+            raise GplaceError(f"could not write the trace {args.trace} ({e.strerror or e}); "
+                              f"the result is printed above") from None
     return 0
 
 

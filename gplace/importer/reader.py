@@ -18,6 +18,8 @@ SUPPORTED = ".pb, .pbtxt, .meta, or a SavedModel directory"
 
 
 def _protos():
+    from gplace.tfimport import tensorflow
+    tensorflow()  # quietly: the protos' package import loads TF's libraries and their log lines
     from tensorflow.core.framework import graph_pb2
     from tensorflow.core.protobuf import meta_graph_pb2, saved_model_pb2
     return graph_pb2.GraphDef, meta_graph_pb2.MetaGraphDef, saved_model_pb2.SavedModel
@@ -25,29 +27,46 @@ def _protos():
 
 def read_graph_def(path: str | Path):
     """Returns ``(graph_def, kind)`` with kind one of graphdef, metagraph, savedmodel."""
+    file, data = read_graph_file(path)
+    if file.name == "saved_model.pbtxt" or (file.name == "saved_model.pb" and Path(path).is_dir()):
+        parse = _parse_text if file.suffix == ".pbtxt" else _parse_binary
+        return parse(file, data)[0], "savedmodel"
+    if file.suffix.lower() in TEXT_SUFFIXES:
+        return _parse_text(file, data)
+    return _parse_binary(file, data, prefer_meta=(file.suffix.lower() == ".meta"))
+
+
+def read_graph_file(path: str | Path) -> tuple[Path, bytes]:
+    """(the file, its bytes) of a graph file, or of the saved_model.pb(txt) of a SavedModel
+    directory, checked for everything that needs no parsing: it exists, has a known type, is a
+    readable regular file and is not empty. Cheap: TensorFlow is not imported."""
     path = Path(path)
     if not path.exists():
         raise GraphError(f"{path}: no such file or directory")
     if path.is_dir():
-        return _read_saved_model_dir(path)
-    suffix = path.suffix.lower()
-    if suffix not in TEXT_SUFFIXES + BINARY_SUFFIXES:
-        raise GraphError(f"{path}: unsupported file type {suffix or '(no suffix)'!r}; "
-                         f"expected {SUPPORTED}")
-    data = path.read_bytes()
+        inside = [path / n for n in ("saved_model.pb", "saved_model.pbtxt") if (path / n).is_file()]
+        if not inside:
+            raise GraphError(f"{path}: a directory, but not a SavedModel (no saved_model.pb "
+                             f"inside)")
+        path = inside[0]
+    elif path.suffix.lower() not in TEXT_SUFFIXES + BINARY_SUFFIXES:
+        raise GraphError(f"{path}: unsupported file type {path.suffix.lower() or '(no suffix)'!r}"
+                         f"; expected {SUPPORTED}")
+    data = _read_bytes(path)
     if not data.strip():
         raise GraphError(f"{path}: the file is empty")
-    if suffix in TEXT_SUFFIXES:
-        return _parse_text(path, data)
-    return _parse_binary(path, data, prefer_meta=(suffix == ".meta"))
+    return path, data
 
 
-def _read_saved_model_dir(path: Path):
-    for name, parse in (("saved_model.pb", _parse_binary), ("saved_model.pbtxt", _parse_text)):
-        if (path / name).is_file():
-            graph_def, _ = parse(path / name, (path / name).read_bytes())
-            return graph_def, "savedmodel"
-    raise GraphError(f"{path}: a directory, but not a SavedModel (no saved_model.pb inside)")
+def _read_bytes(path: Path) -> bytes:
+    """The file's bytes; a GraphError for anything but a readable regular file (a FIFO would
+    block, a permission or I/O error would be a traceback)."""
+    try:
+        if not path.is_file():
+            raise GraphError(f"{path}: not a regular file")
+        return path.read_bytes()
+    except OSError as e:
+        raise GraphError(f"{path}: cannot read it ({e.strerror or e})") from None
 
 
 def _looks_like_graph(graph_def) -> bool:

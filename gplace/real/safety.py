@@ -33,11 +33,10 @@ def check_safe(graph_def, allow_unsafe: bool = False) -> None:
     found = unsafe_ops(graph_def)
     if found and not allow_unsafe:
         name, op = found[0]
-        types = sorted({t for _, t in found})
-        more = (f" ({len(found) - 1} more such ops, of types {', '.join(types)})"
-                if len(found) > 1 else "")
+        types = ", ".join(sorted({t for _, t in found}))
+        more = f"; {len(found)} such ops in all, of types {types}" if len(found) > 1 else ""
         raise UnsafeOpError(f"refusing to run the graph for real: op {name!r} of type {op} is "
                             f"not on gplace's list of ops without side effects "
-                            f"(gplace/real/allowlist.py){more}; it may touch files, run code or "
-                            f"reach the network. Pass --allow-unsafe (allow_unsafe=True) if you "
-                            f"trust this graph")
+                            f"(gplace/real/allowlist.py){more}; such ops may touch files, run "
+                            f"code or reach the network. Pass --allow-unsafe "
+                            f"(allow_unsafe=True) if you trust this graph")

@@ -1,0 +1,140 @@
+"""Argument checks that run before the heavy imports (TensorFlow, PyTorch take 5-15 s).
+
+A missing model file, an unknown cluster, a seed out of range or an output path that cannot be
+written fails in well under a second with one line that names the argument, instead of after
+the import or, worse, after all the placement work (issue 14).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from gplace.errors import ConfigError, GraphError
+
+# Seeds go to numpy and torch. numpy's legacy seeding (np.random.seed, RandomState) takes
+# [0, 2**32) and torch.manual_seed less than 2**64: the common range is numpy's.
+SEED_LIMIT = 2**32
+MIN_FREE_BYTES = 16 << 20  # what `place` writes: a few MB of PNGs, traces and the graph
+
+
+def seed(text: str) -> int:
+    """argparse type of ``--seed``: an integer in [0, 2**32)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if not 0 <= value < SEED_LIMIT:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: a seed is an integer in "
+                                         f"[0, 2**32) (numpy's seed range)")
+    return value
+
+
+def model_path(path: str | os.PathLike) -> Path:
+    """A graph file or SavedModel directory that exists, can be read and is not empty (the
+    importer's checks that need no TensorFlow); a gplace ``.npz`` need only be a readable file."""
+    path = Path(path)
+    if str(path).endswith(".npz"):
+        if not path.is_file():
+            raise GraphError(f"{path}: no such file" if not path.exists() else
+                             f"{path}: not a regular file")
+        return path
+    from gplace.importer.reader import read_graph_file
+    read_graph_file(path)
+    return path
+
+
+def cluster_name(name: str | None) -> str | None:
+    """A preset name or a cluster YAML that loads (``local`` is built later, from TF)."""
+    if name and name != "local":
+        from gplace.cluster import load_cluster
+        load_cluster(name)
+    return name
+
+
+def output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """A folder that is, or can be created, writable, with room for the outputs; checked
+    before the work so that a bad path does not cost the result. Creates nothing."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ConfigError(f"{flag} {path}: exists and is not a folder")
+    _check_writable(_nearest_existing(path, flag), path, flag)
+    return path
+
+
+def output_file(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """A file that can be written (replaced if it exists): not a folder, in a writable one."""
+    path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{flag} {path}: is a folder; give a file name")
+    if path.exists() and not path.is_file():
+        raise ConfigError(f"{flag} {path}: exists and is not a regular file")
+    _check_writable(_nearest_existing(path.parent, flag), path, flag)
+    return path
+
+
+def _nearest_existing(path: Path, flag: str) -> Path:
+    """``path`` or its nearest existing ancestor, which must be a folder."""
+    probe = path.absolute()
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ConfigError(f"{flag} {path}: {probe} is a file, not a folder")
+    return probe
+
+
+def _check_writable(folder: Path, path: Path, flag: str) -> None:
+    """Creates and removes a file in ``folder`` (os.access says yes to root on a read-only
+    mount), then checks the free space."""
+    try:
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".gplace-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise ConfigError(f"{flag} {path}: cannot write in {folder} "
+                          f"({e.strerror or e})") from None
+    free = shutil.disk_usage(folder).free
+    if free < MIN_FREE_BYTES:
+        raise ConfigError(f"{flag} {path}: only {free / 2**20:.1f} MiB free on its disk")
+
+
+def resume_checkpoint(path: Path) -> Path:
+    """The Lightning checkpoint ``--resume`` continues from: present, readable, and holding a
+    training state (not a policy file or another kind of checkpoint)."""
+    from gplace.io import read_checkpoint
+    if not path.is_file():
+        raise ConfigError(f"--resume: no checkpoint at {path}; drop --resume to start from "
+                          f"scratch, or give the --out / --log-dir of the run to resume")
+    state = read_checkpoint(path, "checkpoint to resume")
+    if not (isinstance(state, dict) and isinstance(state.get("state_dict"), dict)
+            and "pytorch-lightning_version" in state and "global_step" in state):
+        raise ConfigError(f"--resume: {path} is not a checkpoint of gplace pretrain (no "
+                          f"Lightning training state in it)")
+    return path
+
+
+def policy_checkpoint(path: str | None) -> str | None:
+    """``--checkpoint`` of ``place``: a PyTorch file that loads (its fields are checked by
+    gplace.load)."""
+    if path is not None:
+        from gplace.io import read_checkpoint
+        read_checkpoint(path, "policy checkpoint")
+    return path
+
+
+def pretrain_args(args) -> None:
+    """``gplace pretrain``: the corpus and clusters exist, --out and --log-dir can be written,
+    and with --resume the checkpoint is there and loads."""
+    if not Path(args.corpus).is_dir():
+        raise ConfigError(f"--corpus {args.corpus}: no such folder")
+    for name in args.clusters:
+        cluster_name(name)
+    out = output_file(args.out)
+    # the default log folder as gplace.cli.pretrain_cmd derives it
+    log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem
+    output_dir(log_dir, "--log-dir")
+    if args.resume:
+        resume_checkpoint(log_dir / "checkpoints" / "last.ckpt")
