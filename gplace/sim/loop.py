@@ -38,6 +38,7 @@ class Work(NamedTuple):
     lane_free: np.ndarray  # (lanes,)
     chan_free: np.ndarray  # (channels,)
     heap: np.ndarray       # (2 * (ops + edges + 1),) int64 (time bits, key) pairs
+    slot: np.ndarray       # (4,) int64: heap size, has a next task, its time bits and key
     xptr: np.ndarray       # (outputs + 1,) int32: output -> its transfers
     xd: np.ndarray         # (edges,) int32: transfer -> receiving device
     xj: np.ndarray         # (edges,) int32: transfer -> output
@@ -64,7 +65,8 @@ def new_work(a):
     x = ne + 1
     return Work(np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i), np.zeros(n, f),
                 np.zeros(n, f), np.zeros(a.lane_ptr[nd], f), np.zeros(a.num_channels, f),
-                np.zeros(2 * (n + ne + 1), np.int64), np.zeros(n_out + 1, i), np.zeros(x, i),
+                np.zeros(2 * (n + ne + 1), np.int64), np.zeros(4, np.int64),
+                np.zeros(n_out + 1, i), np.zeros(x, i),
                 np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
                 np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
                 np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(nd, i),
@@ -110,13 +112,26 @@ def plan(a, devs, col, b, w, shift):
 
 
 @njit(cache=True, inline="always")
-def _available(o, t, ready, pending, h, size, key, shift):
+def _queue(h, q, t, k):
+    """Adds (time bits t, key k) to the queue: the heap h and the slot q = [size, has a next
+    task, its time bits, its key], which holds a task that orders before every heap entry
+    (an op or transfer that is due next skips the heap). Keeps that invariant."""
+    if q[1] and (t < q[2] or (t == q[2] and k < q[3])):
+        q[0] = push(h, q[0], q[2], q[3])
+        q[2], q[3] = t, k
+    elif q[1] or (q[0] > 0 and (h[0] < t or (h[0] == t and h[1] < k))):
+        q[0] = push(h, q[0], t, k)
+    else:
+        q[1], q[2], q[3] = 1, t, k
+
+
+@njit(cache=True, inline="always")
+def _available(o, t, ready, pending, h, q, key, shift):
     if t > ready[o]:
         ready[o] = t
     pending[o] -= 1
     if pending[o] == 0:
-        size = push(h, size, bits(ready[o]), (np.int64(key[o]) << shift) | o)
-    return size
+        _queue(h, q, bits(ready[o]), (np.int64(key[o]) << shift) | o)
 
 
 @njit(cache=True)
@@ -135,15 +150,24 @@ def run(a, w, shift, busy):
     lane_free[:] = 0.0
     chan_free[:] = 0.0
     busy[:] = 0.0
-    size = 0
-    done = sent = q = 0
-    while size > 0 or q < first.shape[0]:
-        if q < first.shape[0] and (size == 0 or h[0] > 0 or h[1] >> shift > key[first[q]]):
-            t, packed = 0.0, (np.int64(key[first[q]]) << shift) | first[q]  # ready at 0
-            q += 1
+    qs = w.slot  # [heap size, has a next task, its time bits, its key]
+    qs[:] = 0
+    done = sent = f = 0
+    while qs[0] > 0 or qs[1] or f < first.shape[0]:
+        if qs[1]:
+            nt, nk = qs[2], qs[3]
+        elif qs[0] > 0:
+            nt, nk = h[0], h[1]
+        if f < first.shape[0] and (not (qs[0] > 0 or qs[1]) or nt > 0
+                                   or nk >> shift > key[first[f]]):
+            t, packed = 0.0, (np.int64(key[first[f]]) << shift) | first[f]  # ready at 0
+            f += 1
+        elif qs[1]:
+            t, packed = from_bits(nt), nk
+            qs[1] = 0
         else:
-            t, packed = from_bits(h[0]), h[1]
-            size = pop(h, size)
+            t, packed = from_bits(nt), nk
+            qs[0] = pop(h, qs[0])
         if packed >> shift < n:
             o = packed & mask
             d = dev[o]
@@ -158,15 +182,15 @@ def run(a, w, shift, busy):
             done += 1
             for j in range(out_ptr[o], out_ptr[o + 1]):
                 for x in range(xptr[j], xptr[j + 1]):
-                    size = push(h, size, bits(en), xkey[x])
+                    _queue(h, qs, bits(en), xkey[x])
                 for e in range(cons_ptr[j], cons_ptr[j + 1]):
                     c = cons_op[e]
                     if dev[c] == d:
-                        size = _available(c, en, ready, pending, h, size, key, shift)
+                        _available(c, en, ready, pending, h, qs, key, shift)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]
-                size = _available(c, ta, ready, pending, h, size, key, shift)
+                _available(c, ta, ready, pending, h, qs, key, shift)
         else:
             x = packed & mask
             j, dd, ch = xj[x], xd[x], xch[x]
@@ -178,5 +202,5 @@ def run(a, w, shift, busy):
             sent += 1
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 if dev[cons_op[e]] == dd:
-                    size = _available(cons_op[e], arrive, ready, pending, h, size, key, shift)
+                    _available(cons_op[e], arrive, ready, pending, h, qs, key, shift)
     return done
