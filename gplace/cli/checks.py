@@ -109,10 +109,15 @@ def resume_checkpoint(path: Path) -> Path:
         raise ConfigError(f"--resume: no checkpoint at {path}; drop --resume to start from "
                           f"scratch, or give the --out / --log-dir of the run to resume")
     state = read_checkpoint(path, "checkpoint to resume")
-    if not (isinstance(state, dict) and isinstance(state.get("state_dict"), dict)
-            and "pytorch-lightning_version" in state and "global_step" in state):
+    lightning = (isinstance(state, dict) and isinstance(state.get("state_dict"), dict)
+                 and "pytorch-lightning_version" in state and "global_step" in state)
+    if not lightning:
         raise ConfigError(f"--resume: {path} is not a checkpoint of gplace pretrain (no "
                           f"Lightning training state in it)")
+    hyper = state.get("hyper_parameters")  # PretrainModule saves {"config": PretrainConfig}
+    if not (isinstance(hyper, dict) and isinstance(hyper.get("config"), dict)):
+        raise ConfigError(f"--resume: {path} is a Lightning checkpoint of another model, not "
+                          f"of gplace pretrain (no pretraining config in it)")
     return path
 
 

@@ -34,7 +34,8 @@ UNTRUSTED_OPS = [
     "ListSnapshotChunksDataset", "DistributedSave", "FileSystemSetConfiguration", "EncodeProto",
     "DatasetFromGraph"]
 CONST = ('node { name: "x" op: "Const" attr { key: "dtype" value { type: DT_FLOAT } } '
-         'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} float_val: 1 } } } }\n')
+         'attr { key: "value" value { tensor { dtype: DT_FLOAT tensor_shape {} '
+         'float_val: 1 } } } }\n')
 DEVICE = ("  - {name: %s, tf_device: '/device:CPU:%s', kind: %s, peak_flops: %s, "
           "mem_bandwidth: 1e10, memory_bytes: %s}\n")
 LINK = "default_link: {bandwidth: 1e10, latency_s: 1e-6}\n"
@@ -102,10 +103,11 @@ def unreadable_file(tmp: Path) -> Path:
 
 
 def checkpoints(tmp: Path) -> dict[str, Path]:
-    """--out paths of pretrain runs whose last.ckpt is empty, junk, cut, evil or foreign."""
+    """--out paths of pretrain runs whose last.ckpt is empty, junk, cut, evil, foreign or of
+    another Lightning model."""
     import torch
     runs = {}
-    for name in ("empty", "junk", "cut", "evil", "foreign"):
+    for name in ("empty", "junk", "cut", "evil", "foreign", "lightning"):
         out = tmp / f"pretrain-{name}" / "policy.pt"
         last = out.parent / "runs" / "policy" / "checkpoints" / "last.ckpt"
         last.parent.mkdir(parents=True)
@@ -116,6 +118,10 @@ def checkpoints(tmp: Path) -> dict[str, Path]:
             last.write_bytes(os.urandom(4096))
         elif name == "foreign":
             torch.save({"weights": torch.ones(3)}, last)
+        elif name == "lightning":  # a Lightning checkpoint of some other model
+            torch.save({"state_dict": {"layer.weight": torch.ones(3)}, "global_step": 7,
+                        "pytorch-lightning_version": "2.6.0", "hyper_parameters": {"lr": 0.1}},
+                       last)
         elif name == "evil":
             torch.save({"state_dict": {}, "payload": _Evil(str(tmp / "pwned"))}, last)
         else:
@@ -238,6 +244,7 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         "resume cut": resume("cut", "not a PyTorch checkpoint to resume (truncated"),
         "resume pickle": resume("evil", "holds Python objects besides tensors"),
         "resume foreign": resume("foreign", "not a checkpoint of gplace pretrain"),
+        "resume other model": resume("lightning", "a Lightning checkpoint of another model"),
         "policy empty": Case(["place", str(tiny), "--checkpoint", str(tmp / "empty.pt")],
                              ("the policy checkpoint is empty",)),
         "policy junk": Case(["place", str(tiny), "--checkpoint", str(tmp / "junk.pt")],
@@ -276,8 +283,8 @@ CASES = [
     "out is a file", "out under a file", "out read-only", "out under read-only",
     "bench out is a file", "trace is a folder", "trace read-only", "save is a folder",
     "disk fills up", "resume without checkpoint", "resume empty", "resume junk", "resume cut",
-    "resume pickle", "resume foreign", "policy empty", "policy junk", "corpus missing",
-    "untrusted place", "untrusted calibrate",
+    "resume pickle", "resume foreign", "resume other model", "policy empty", "policy junk",
+    "corpus missing", "untrusted place", "untrusted calibrate",
 ]
 
 

@@ -33,8 +33,8 @@ def graph_with(*ops):
 
 def test_refuses_ops_off_the_list_naming_them():
     gd = graph_with("Const", "ReadFile", "PyFunc")
-    with pytest.raises(UnsafeOpError, match=r"'n1' of type ReadFile .*2 such ops in all, of types PyFunc, ReadFile;.*"
-                                            r"--allow-unsafe"):
+    with pytest.raises(UnsafeOpError, match=r"'n1' of type ReadFile .*2 such ops in all, of "
+                                            r"types PyFunc, ReadFile;.*--allow-unsafe"):
         check_safe(gd)
     assert unsafe_ops(gd) == [("n1", "ReadFile"), ("n2", "PyFunc")]
 
