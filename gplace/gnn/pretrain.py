@@ -59,7 +59,7 @@ class PretrainConfig:
                                    # one on ResNet-50, and the 2-core machine is the limit
     threads: int = 1               # torch intra-op threads; more were slower on 2 busy cores
     learn: LearnConfig = field(default_factory=lambda: LearnConfig(
-        samples=12, ppo_epochs=3, lr=3e-3, ce_weight=0.1))
+        samples=12, ppo_epochs=3, lr=1e-3, ce_weight=0.1))
 
 
 def problem_specs(cfg: PretrainConfig, split: str) -> list[tuple[CorpusGraph, str | int]]:
@@ -242,6 +242,18 @@ def zero_shot_time(policy: GNNPolicy, state: ProblemState) -> float:
     return float(m.step_time_s[0]) if m.feasible[0] else np.inf
 
 
+def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
+    """Loads the weights of the best validation checkpoint into ``policy`` (model selection
+    on the validation split); (checkpoint name, its validation figure), or None."""
+    path = getattr(callback, "best_model_path", "")
+    if not path or not Path(path).exists():
+        return None
+    state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+    policy.load_state_dict({k[len("policy."):]: v for k, v in state.items()
+                            if k.startswith("policy.")})
+    return Path(path).name, float(callback.best_model_score)
+
+
 def _geomean(x) -> float:
     x = np.asarray(x, np.float64)
     return float(np.exp(np.log(x).mean())) if x.size else float("nan")
@@ -274,14 +286,22 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
         callbacks=[L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
-                                                       every_n_train_steps=10 * per_batch)],
+                                                       every_n_train_steps=10 * per_batch),
+                   L.pytorch.callbacks.ModelCheckpoint(
+                       dirpath=ckpt_dir, filename="best-{step}", monitor="val/zero_shot_vs_heuristic",
+                       mode="min", save_top_k=1)],
         deterministic=True, enable_model_summary=False, default_root_dir=str(log_dir))
     module, data = PretrainModule(cfg), CorpusDataModule(cfg)
     start = time.perf_counter()
     trainer.fit(module, datamodule=data, ckpt_path=str(last) if resume and last.exists() else None)
     if trainer.is_global_zero:
         val = trainer.callback_metrics.get("val/zero_shot_vs_heuristic")
+        selected = select_best(module.policy, trainer.checkpoint_callbacks[-1])
+        if selected is not None:
+            val = selected[1]
         module.policy.save(out, meta={
+            "selected": (f"the best validation checkpoint ({selected[0]})" if selected
+                         else "the last step"),
             "config": _jsonable(asdict(cfg)), "steps": int(trainer.global_step) // per_batch,
             "seconds": round(time.perf_counter() - start, 1),
             "val_zero_shot_vs_heuristic": None if val is None else float(val),

@@ -48,14 +48,18 @@ def test_one_network_serves_any_number_of_devices():
         assert scores.w.shape == (p.num_units, DYN_FEATURES)
 
 
-def test_an_untrained_network_places_as_heft():
-    """Zero-initialized heads and w0 on the finish-time feature: the greedy rollout is HEFT."""
-    from gplace.placers import SimMeasurer, get_placer
+def test_an_untrained_network_schedules_by_the_units_finish_time():
+    """Zero-initialized heads and w0 on the unit finish-time feature: the greedy rollout is the
+    list scheduler that takes, for each unit, the device where all of its work ends first."""
+    from gplace.gnn.schedule import GREEDY, build_sched, rollout
     torch.manual_seed(3)
     for cluster in ("post-2gpu", "hetero"):
         p = problem(cluster)
-        heft = get_placer("heft").place(p, SimMeasurer(p), 0).placement
-        assert np.array_equal(greedy(GNNPolicy(hidden_channels=16), ProblemState(p)), heft)
+        w = np.zeros((p.num_units, DYN_FEATURES))
+        w[:, 7] = -1.0
+        rule = rollout(build_sched(p), np.zeros((p.num_units, p.num_devices)), w, GREEDY)
+        net = greedy(GNNPolicy(hidden_channels=16), ProblemState(p))
+        assert np.array_equal(net, rule.placements[0])
 
 
 def test_checkpoint_round_trip_gives_the_same_placement(tmp_path):
