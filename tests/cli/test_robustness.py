@@ -356,6 +356,17 @@ def test_ctrl_c_of_pretrain_exits_130_with_one_line(tmp_path):
 MODEL = ROOT / "datasets" / "corpus" / "mlp_3x1024_b256.pb"
 
 
+@pytest.fixture(scope="module")
+def policy(tmp_path_factory) -> Path:
+    """A small untrained policy checkpoint (the shipped one is not under test here)."""
+    import torch
+    from gplace.gnn.policy import GNNPolicy
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("policy") / "policy.pt"
+    GNNPolicy(hidden_channels=16, num_layers=2).save(path, meta={"steps": 0})
+    return path
+
+
 def runner_started() -> bool:
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
@@ -368,10 +379,11 @@ def runner_started() -> bool:
 
 
 @pytest.mark.slow
-def test_sigkill_of_place_measure_real_leaves_no_process_and_no_folder(tmp_path):
+def test_sigkill_of_place_measure_real_leaves_no_process_and_no_folder(tmp_path, policy):
     before = set(Path("/tmp").glob("gplace-real-*"))
     proc = subprocess.Popen([sys.executable, "-m", "gplace", "place", str(MODEL), "--cluster",
-                             "local-procs", "--measure", "real", "--out", str(tmp_path / "out")],
+                             "local-procs", "--measure", "real", "--out", str(tmp_path / "out"),
+                             "--checkpoint", str(policy)],
                             cwd=tmp_path, env=env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     try:
@@ -391,17 +403,18 @@ def test_sigkill_of_place_measure_real_leaves_no_process_and_no_folder(tmp_path)
     assert not (tmp_path / "out").exists()
 
 
-def run_place(out: Path, cwd: Path, python: str | None = None) -> subprocess.CompletedProcess:
+def run_place(out: Path, cwd: Path, policy: Path,
+              python: str | None = None) -> subprocess.CompletedProcess:
     return gplace(["place", str(MODEL), "--cluster", "post-2gpu", "--seed", "3", "--out",
-                   str(out)], cwd, python, timeout=600)
+                   str(out), "--checkpoint", str(policy)], cwd, python, timeout=600)
 
 
 @pytest.mark.slow
-def test_place_outputs_are_byte_reproducible(tmp_path):
+def test_place_outputs_are_byte_reproducible(tmp_path, policy):
     """placed.pb (deterministic serialization) and placement.json (no wall time) are the same
     bytes from two processes (two hash seeds) with the same seed."""
     with ThreadPoolExecutor(2) as pool:
-        runs = list(pool.map(lambda o: run_place(tmp_path / o, tmp_path), ["a", "b"]))
+        runs = list(pool.map(lambda o: run_place(tmp_path / o, tmp_path, policy), ["a", "b"]))
     for run in runs:
         assert run.returncode == 0, run.stderr
     for name in ("placed.pb", "placement.json"):
@@ -422,8 +435,8 @@ sys.exit(main(sys.argv[1:]))
 
 
 @pytest.mark.slow
-def test_place_result_survives_a_full_disk(tmp_path):
-    run = run_place(tmp_path / "out", tmp_path, FULL_DISK_EXPORT)
+def test_place_result_survives_a_full_disk(tmp_path, policy):
+    run = run_place(tmp_path / "out", tmp_path, policy, FULL_DISK_EXPORT)
     lines = run.stderr.strip().splitlines()
     assert run.returncode == 2 and len(lines) == 1, run.stderr
     assert "could not write the results" in lines[0] and "No space left" in lines[0]
