@@ -37,6 +37,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 
 def run(args) -> int:
+    from gplace.errors import ConfigError, GplaceError
+    if args.finetune < 0:
+        raise ConfigError(f"--finetune {args.finetune}: must be >= 0")
     checks.model_path(args.model)  # before the 5-15 s of importing TensorFlow and torch
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
@@ -45,7 +48,6 @@ def run(args) -> int:
         from gplace.importer.reader import read_graph_def
         from gplace.real.safety import check_safe
         check_safe(read_graph_def(args.model)[0], args.allow_unsafe)
-    from gplace.errors import GplaceError
     from gplace.place import place
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
