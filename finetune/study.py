@@ -104,9 +104,27 @@ COLUMNS = ("zero-shot", "best of 16", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
            "untrained ft 100", "untrained zero-shot", "lower bound")
 
 
-def run(entries, seeds: int, checkpoint, out: Path, only_baselines: bool, log) -> list[dict]:
+def zero_shot_runs(problem, m, policy, seed: int) -> dict[str, float]:
+    """Zero-shot rows only: the pretrained and the freshly initialized network, no samples,
+    and the best of 16 policy samples."""
+    import torch
+    from gplace.gnn.learn import ProblemState, greedy, sample
+    from gplace.gnn.policy import GNNPolicy
+    torch.manual_seed(seed)
+    fresh = GNNPolicy(**policy.kwargs)
+    state = ProblemState(problem, m)
+    rows = {}
+    for tag, net in (("", policy), ("untrained ", fresh)):
+        r = m.measure(greedy(net, state)[None])
+        rows[f"{tag}zero-shot"] = float(r.step_time_s[0]) if r.feasible[0] else np.inf
+    b = sample(policy, state, 16, seed)
+    rows["best of 16"] = float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
+    return rows
+
+
+def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict]:
     from gplace.gnn.placer import load_policy
-    policy = None if only_baselines else load_policy(checkpoint)[0]
+    policy = None if mode == "baselines" else load_policy(checkpoint)[0]
     records = []
     for entry in entries:
         for cluster in CLUSTERS:
@@ -120,8 +138,12 @@ def run(entries, seeds: int, checkpoint, out: Path, only_baselines: bool, log) -
                 rec = {"graph": entry.name, "family": entry.family, "cluster": cluster,
                        "seed": seed, "units": problem.num_units, "best_heuristic": best_h,
                        "best heuristic": feasible[best_h], "lower bound": bound}
+                if mode == "zero-shot":
+                    rec.update(zero_shot_runs(problem, m, policy, seed))
+                    records.append(rec)
+                    break
                 rec.update(baselines(problem, m, heur, seed, cache))
-                if policy is not None:
+                if mode == "all":
                     rec.update(gnn_runs(problem, m, heur, policy, seed))
                 records.append(rec)
             print(f"study: {entry.name} on {cluster}: best heuristic {best_h} "
@@ -251,8 +273,9 @@ def main(argv=None) -> int:
     ap.add_argument("--graphs", nargs="*", help="only these corpus graphs")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default="finetune")
-    ap.add_argument("--only-baselines", action="store_true",
-                    help="run and cache the hill/anneal baselines only")
+    ap.add_argument("--mode", default="all", choices=["all", "zero-shot", "baselines"],
+                    help="all rows; zero-shot rows only (no samples, one seed); or only run "
+                         "and cache the hill/anneal baselines")
     args = ap.parse_args(argv)
     import torch
     torch.set_num_threads(1)
@@ -261,18 +284,19 @@ def main(argv=None) -> int:
                and (not args.graphs or e.name in args.graphs)]
     out = Path(args.out)
     start = time.perf_counter()
-    records = run(entries, args.seeds, args.checkpoint, out, args.only_baselines, sys.stderr)
-    if args.only_baselines:
+    records = run(entries, args.seeds, args.checkpoint, out, args.mode, sys.stderr)
+    if args.mode == "baselines":
         return 0
+    tag = args.split + ("-zero-shot" if args.mode == "zero-shot" else "")
     from gplace.io import atomic_write_text
     buf = io.StringIO()
     keys = sorted({k for r in records for k in r}, key=lambda k: (k not in ("graph", "cluster", "seed"), k))
     w = csv.DictWriter(buf, keys)
     w.writeheader()
     w.writerows(records)
-    atomic_write_text(out / f"results_{args.split}.csv", buf.getvalue())
-    plot(records, out / f"ratios_{args.split}.png")
-    atomic_write_text(out / f"tables_{args.split}.md", "\n\n".join([
+    atomic_write_text(out / f"results_{tag}.csv", buf.getvalue())
+    plot(records, out / f"ratios_{tag}.png")
+    atomic_write_text(out / f"tables_{tag}.md", "\n\n".join([
         summary_table(records), head_to_head(records), case_table(records),
         f"({len(records)} runs, {time.perf_counter() - start:.0f} s)"]) + "\n")
     print(summary_table(records))

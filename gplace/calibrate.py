@@ -326,6 +326,10 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
     cluster = load_cluster(cluster) if isinstance(cluster, (str, os.PathLike)) else cluster
     if cluster.num_devices < 2:
         raise ConfigError(f"cluster {cluster.name!r} has one device: nothing to calibrate")
+    from gplace.importer.reader import read_graph_def
+    from gplace.real.safety import check_safe
+    for source in sources:  # every graph is checked before any TF process starts
+        check_safe(read_graph_def(source.path)[0], config.real.allow_unsafe)
     out_dir = Path(out_dir)
     n = worker_tasks(PlacementProblem.build(_tiny_graph(), cluster))
     own = tasks is None and n > 0

@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gplace.cli import checks
+from gplace.gnn.config import PretrainConfig
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -14,15 +15,26 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                        description="Pretrain the GNN placement policy with Post's objective over "
                                    "the training split of a corpus (datasets/ or any folder of "
                                    ".pb/.pbtxt/SavedModel graphs). Step times are simulated.")
-    p.add_argument("--corpus", default="datasets", help="corpus folder (default: datasets)")
-    p.add_argument("--clusters", nargs="+", default=["post-2gpu", "post-4gpu", "hetero"],
-                   metavar="C", help="cluster presets or YAML files to train on")
-    p.add_argument("--max-steps", type=int, default=300, help="training steps (default: 300)")
-    p.add_argument("--random-clusters", type=int, default=2,
-                   help="random clusters per training graph besides the presets (default: 2)")
-    p.add_argument("--problems-per-step", type=int, default=4)
-    p.add_argument("--samples", type=int, default=16, help="placements per problem per step")
-    p.add_argument("--val-every", type=int, default=50, help="steps between validations")
+    c = PretrainConfig()  # one default per setting: the config's
+    p.add_argument("--corpus", default=c.corpus, help=f"corpus folder (default: {c.corpus})")
+    p.add_argument("--clusters", nargs="+", default=list(c.clusters), metavar="C",
+                   help=f"cluster presets or YAML files to train on (default: {' '.join(c.clusters)})")
+    p.add_argument("--random-clusters", type=int, default=c.random_clusters,
+                   help=f"random clusters per training graph besides the presets (default: "
+                        f"{c.random_clusters})")
+    p.add_argument("--max-steps", type=int, default=c.max_steps,
+                   help=f"training steps (default: {c.max_steps})")
+    p.add_argument("--problems-per-step", type=int, default=c.problems_per_step,
+                   help=f"(graph, cluster) problems per step (default: {c.problems_per_step})")
+    p.add_argument("--samples", type=int, default=c.learn.samples,
+                   help=f"placements per problem per step (default: {c.learn.samples})")
+    p.add_argument("--lr", type=float, default=c.learn.lr,
+                   help=f"Adam learning rate (default: {c.learn.lr})")
+    p.add_argument("--w0-lr-scale", type=float, default=c.learn.w0_lr_scale,
+                   help=f"learning rate of the global decision weights / --lr (default: "
+                        f"{c.learn.w0_lr_scale})")
+    p.add_argument("--val-every", type=int, default=c.val_every,
+                   help=f"steps between validations (default: {c.val_every})")
     p.add_argument("--seed", type=checks.seed, default=0, help="0 <= seed < 2**32 (default 0)")
     p.add_argument("--out", default="policy.pt", help="the policy checkpoint to write")
     p.add_argument("--log-dir", default=None,
@@ -37,10 +49,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 def run(args) -> int:
     checks.pretrain_args(args)  # paths and the --resume checkpoint, before TF and torch load
     from gplace.errors import ConfigError
-    from gplace.gnn.learn import LearnConfig
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly, before TensorBoard imports it with its C++ start-up lines
-    from gplace.gnn.pretrain import PretrainConfig, run_pretrain
+    from gplace.gnn.pretrain import run_pretrain
     if args.max_steps < 1 or args.random_clusters < 0 or args.samples < 2:
         raise ConfigError("--max-steps must be >= 1, --random-clusters >= 0, --samples >= 2")
     base = PretrainConfig()
@@ -48,7 +59,8 @@ def run(args) -> int:
                          random_clusters=args.random_clusters,
                          problems_per_step=args.problems_per_step, max_steps=args.max_steps,
                          val_every=args.val_every, seed=args.seed,
-                         learn=replace(base.learn, samples=args.samples))
+                         learn=replace(base.learn, samples=args.samples, lr=args.lr,
+                                       w0_lr_scale=args.w0_lr_scale))
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem
     run_pretrain(cfg, out, log_dir, resume=args.resume, devices=args.devices,

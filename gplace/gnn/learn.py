@@ -16,13 +16,13 @@ ratio of whole-placement probabilities over thousands of units clips at once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
 import gplace.post as post
+from gplace.gnn.config import LearnConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
 from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, SAMPLE, Rollouts, build_sched,
@@ -31,17 +31,6 @@ from gplace.placers.base import Measurer, SimMeasurer
 from gplace.problem import PlacementProblem
 
 MASKED = -1e9  # logit of a device the unit does not fit on (finite: no 0 * inf in entropies)
-
-
-@dataclass(frozen=True)
-class LearnConfig:
-    samples: int = 16            # K: placements rolled out per problem per step
-    ppo_epochs: int = 4          # gradient steps on each rollout (Post: ~10 for its table)
-    clip: float = 0.2            # PPO clip range, per decision
-    ce_weight: float = 1.0       # weight of the elite cross-entropy (per decision)
-    entropy_coef: float = 0.01   # keeps exploration alive while the elites pull the policy
-    elite_size: int = 4          # placements kept in each problem's elite set
-    lr: float = 1e-3             # Adam
 
 
 class Elite(NamedTuple):

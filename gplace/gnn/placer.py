@@ -20,32 +20,19 @@ from __future__ import annotations
 
 import copy
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from gplace.errors import ConfigError
-from gplace.gnn.learn import LearnConfig, ProblemState, decision_logp, greedy, loss, sample
+from gplace.gnn.config import FinetuneConfig
+from gplace.gnn.learn import ProblemState, decision_logp, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "policy.pt"
-
-
-@dataclass(frozen=True)
-class FinetuneConfig:
-    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
-        samples=10, ppo_epochs=4, lr=1e-2, ce_weight=0.1))  # lr 1e-2: 30 rounds of 10 must
-                                                           # move the decision weights
-    local_fraction: float = 0.8  # share of a round spent on local moves once ramped up
-    local_start: float = 0.2     # local share of the first round
-    local_ramp: int = 150        # samples over which the local share reaches local_fraction
-    policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
-    chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
-                                 # neighbours (a geometric number of steps along them)
 
 
 @register("gnn")
@@ -79,7 +66,7 @@ class GNNPlacer:
         state.ref_time_s = state.best_time_s if state.elites else None
         zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
         start_time = state.best_time_s
-        opt = torch.optim.Adam(policy.param_groups(cfg.lr))
+        opt = torch.optim.Adam(policy.param_groups(cfg.lr, cfg.w0_lr_scale))
         rng = np.random.default_rng(self.seed)
         rounds = 0
         while tracker.left > 0:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import lightning as L
@@ -31,8 +31,9 @@ from torch.utils.data import DataLoader
 
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
+from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
-from gplace.gnn.learn import LearnConfig, ProblemState, greedy, loss, sample
+from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
 from gplace.io import atomic_write
@@ -40,26 +41,6 @@ from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
 from gplace.profile import CostProfile
-
-
-@dataclass(frozen=True)
-class PretrainConfig:
-    corpus: str = "datasets"
-    clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # hdp-8gpu, nvlink-8gpu
-                                              # stay unseen for the generalization study
-    random_clusters: int = 2       # random clusters per training graph (and 1 per validation
-                                   # graph), besides the presets
-    problems_per_step: int = 2     # (graph, cluster) problems per training step
-    max_steps: int = 300
-    val_every: int = 50            # training steps between validations
-    hidden_channels: int = 64
-    num_layers: int = 3
-    seed: int = 0
-    max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
-                                   # one on ResNet-50, and the 2-core machine is the limit
-    threads: int = 1               # torch intra-op threads; more were slower on 2 busy cores
-    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
-        samples=12, ppo_epochs=3, lr=1e-3, ce_weight=0.1))
 
 
 def problem_specs(cfg: PretrainConfig, split: str) -> list[tuple[CorpusGraph, str | int]]:
@@ -178,7 +159,8 @@ class PretrainModule(L.LightningModule):
         self.automatic_optimization = False  # several PPO epochs per rollout
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.policy.param_groups(self.cfg.learn.lr))
+        return torch.optim.Adam(self.policy.param_groups(self.cfg.learn.lr,
+                                                         self.cfg.learn.w0_lr_scale))
 
     @property
     def step(self) -> int:
@@ -252,6 +234,20 @@ def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
     policy.load_state_dict({k[len("policy."):]: v for k, v in state.items()
                             if k.startswith("policy.")})
     return Path(path).name, float(callback.best_model_score)
+
+
+def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = None) -> Path:
+    """Writes the policy of a Lightning checkpoint of this module (e.g. ``best-step=...ckpt``
+    or ``last.ckpt``) as a policy file that ``gplace.load`` reads."""
+    record = torch.load(ckpt, map_location="cpu", weights_only=True)
+    cfg = record["hyper_parameters"]["config"]
+    policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"])
+    policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()
+                            if k.startswith("policy.")})
+    steps = int(record["global_step"]) // int(cfg["learn"]["ppo_epochs"])
+    policy.save(out, meta={"config": cfg, "steps": steps, "exported_from": Path(ckpt).name,
+                           **(meta or {})})
+    return Path(out)
 
 
 def _geomean(x) -> float:

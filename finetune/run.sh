@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Rebuilds finetune/RESULTS.md (issue 12's study) from a fresh clone after scripts/setup.sh.
+# Every step time is simulated (estimates). About 70 minutes on the 2-core development machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+CKPT=${CKPT:-gplace/checkpoints/policy.pt}
+FT_GRAPHS="nmt_2l nmt_4l transformer_2l_d256 inception_v3_b8_96"
+# Zero-shot (no samples) on every test and validation graph x post-4gpu, hetero, hdp-8gpu.
+$PY -m finetune.study --mode zero-shot --split test --checkpoint "$CKPT" --out finetune
+$PY -m finetune.study --mode zero-shot --split validation --checkpoint "$CKPT" --out finetune
+# Fine-tuning, the ablation and the local-search baselines on four test graphs (3 families), 3 seeds.
+$PY -m finetune.study --mode all --split test --graphs $FT_GRAPHS --seeds 3 --checkpoint "$CKPT" --out finetune
+{
+  cat finetune/RESULTS.head.md
+  echo; echo "## Zero-shot, test split (tables_test-zero-shot.md)"; echo
+  cat finetune/tables_test-zero-shot.md
+  echo; echo "## Zero-shot, validation split (tables_validation-zero-shot.md)"; echo
+  cat finetune/tables_validation-zero-shot.md
+  echo; echo "## Fine-tuning and the ablation, test split (tables_test.md)"; echo
+  cat finetune/tables_test.md
+} > finetune/RESULTS.md
+echo "wrote finetune/RESULTS.md"

@@ -1,0 +1,51 @@
+"""Settings of the learned placer, one dataclass per component (no torch here, so that the
+CLI builds its options from these defaults without importing the network)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LearnConfig:
+    samples: int = 16            # K: placements rolled out per problem per step
+    ppo_epochs: int = 4          # gradient steps on each rollout (Post: ~10 for its table)
+    clip: float = 0.2            # PPO clip range, per decision
+    ce_weight: float = 1.0       # weight of the elite cross-entropy (per decision)
+    entropy_coef: float = 0.01   # keeps exploration alive while the elites pull the policy
+    elite_size: int = 4          # placements kept in each problem's elite set
+    lr: float = 1e-3             # Adam
+    w0_lr_scale: float = 10.0    # the global decision weights' lr / lr (GNNPolicy.param_groups)
+
+
+@dataclass(frozen=True)
+class PretrainConfig:
+    corpus: str = "datasets"
+    clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # hdp-8gpu, nvlink-8gpu
+                                              # stay unseen for the generalization study
+    random_clusters: int = 2       # random clusters per training graph (and 1 per validation
+                                   # graph), besides the presets
+    problems_per_step: int = 2     # (graph, cluster) problems per training step
+    max_steps: int = 300
+    val_every: int = 50            # training steps between validations
+    hidden_channels: int = 64
+    num_layers: int = 3
+    seed: int = 0
+    max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
+                                   # one on ResNet-50, and the 2-core machine is the limit
+    threads: int = 1               # torch intra-op threads; more were slower on 2 busy cores
+    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
+        samples=12, ppo_epochs=3, lr=1e-3, ce_weight=0.1))
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
+        samples=10, ppo_epochs=2, lr=1e-2, ce_weight=0.1))  # lr 1e-2: 30 rounds of 10 must
+                                                           # move the decision weights
+    local_fraction: float = 0.8  # share of a round spent on local moves once ramped up
+    local_start: float = 0.2     # local share of the first round
+    local_ramp: int = 150        # samples over which the local share reaches local_fraction
+    policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
+    chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
+                                 # neighbours (a geometric number of steps along them)
