@@ -169,7 +169,7 @@ def calibration_placements(problem: PlacementProblem, count: int,
     topological splits (the first f of the units on one device, the rest on another), and
     random mixtures with a fraction p of the units moved off device 0."""
     from gplace.placers import get_placer
-    from gplace.placers.base import SimMeasurer
+    from gplace.sim.measurer import SimMeasurer
     rng = np.random.default_rng(seed)
     nd, nu = problem.num_devices, problem.num_units
     out: list[tuple[str, np.ndarray]] = [(f"single:{problem.cluster.devices[d].name}",

@@ -27,7 +27,8 @@ from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
 from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, SAMPLE, Rollouts, build_sched,
                                  rollout)
-from gplace.placers.base import Measurer, SimMeasurer
+from gplace.measure import Measurer
+from gplace.sim.measurer import SimMeasurer
 from gplace.problem import PlacementProblem
 
 MASKED = -1e9  # logit of a device the unit does not fit on (finite: no 0 * inf in entropies)

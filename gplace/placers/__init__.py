@@ -2,8 +2,9 @@
 measurer, budget)``. Importing this package registers every placer module below."""
 
 from gplace.placers import heuristics, post_table, search  # noqa: F401  (registration)
-from gplace.placers.base import (REGISTRY, History, Measurement, Measurer, PlaceResult, Placer,
-                                 SimMeasurer, Tracker, get_placer, register)
+from gplace.measure import Measurement, Measurer
+from gplace.placers.base import REGISTRY, History, PlaceResult, Placer, Tracker, get_placer, register
+from gplace.sim.measurer import SimMeasurer
 
 __all__ = ["REGISTRY", "History", "Measurement", "Measurer", "PlaceResult", "Placer",
            "SimMeasurer", "Tracker", "get_placer", "register"]

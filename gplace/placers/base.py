@@ -18,31 +18,8 @@ from typing import Callable, NamedTuple, Protocol
 import numpy as np
 
 from gplace.errors import ConfigError
+from gplace.measure import Measurement, Measurer
 from gplace.problem import PlacementProblem
-
-
-class Measurement(NamedTuple):
-    """Step times of a batch of placements; infeasible (OOM, failed) ones are flagged."""
-
-    step_time_s: np.ndarray   # (batch,) float64
-    feasible: np.ndarray      # (batch,) bool
-    peak_bytes: np.ndarray    # (batch, devices) int64
-
-
-class Measurer(Protocol):
-    def measure(self, placements: np.ndarray) -> Measurement: ...
-
-
-class SimMeasurer:
-    """Measures placements with the fast simulator (the default; estimates, not hardware)."""
-
-    def __init__(self, problem: PlacementProblem):
-        from gplace.sim import FastSimulator
-        self.sim = FastSimulator(problem)
-
-    def measure(self, placements: np.ndarray) -> Measurement:
-        r = self.sim.run_batch(np.atleast_2d(placements))
-        return Measurement(r.step_time_s, ~r.oom, r.peak_bytes)
 
 
 class History(NamedTuple):

@@ -34,7 +34,7 @@ from typing import IO, NamedTuple
 import numpy as np
 
 from gplace.errors import ConfigError
-from gplace.placers.base import Measurement
+from gplace.measure import Measurement
 from gplace.problem import PlacementProblem
 from gplace.real.procs import JOB, LocalProcs, RemoteTasks, _child_env, _repo_root
 from gplace.real.job import write_job
