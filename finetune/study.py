@@ -149,7 +149,7 @@ def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict
             print(f"study: {entry.name} on {cluster}: best heuristic {best_h} "
                   f"{feasible[best_h] * 1e3:.2f} ms; " + ", ".join(
                       f"{k} {rec[k] / feasible[best_h]:.3f}" for k in COLUMNS if k in rec)
-                  + f" (seed {seeds - 1}; {time.perf_counter() - t0:.0f} s)", file=log, flush=True)
+                  + f" (seed {rec['seed']}; {time.perf_counter() - t0:.0f} s)", file=log, flush=True)
     return records
 
 
@@ -273,6 +273,8 @@ def main(argv=None) -> int:
     ap.add_argument("--graphs", nargs="*", help="only these corpus graphs")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--out", default="finetune")
+    ap.add_argument("--from-csv", nargs="*", type=Path,
+                    help="make the tables from these results_*.csv files (runs nothing)")
     ap.add_argument("--mode", default="all", choices=["all", "zero-shot", "baselines"],
                     help="all rows; zero-shot rows only (no samples, one seed); or only run "
                          "and cache the hill/anneal baselines")
@@ -284,7 +286,12 @@ def main(argv=None) -> int:
                and (not args.graphs or e.name in args.graphs)]
     out = Path(args.out)
     start = time.perf_counter()
-    records = run(entries, args.seeds, args.checkpoint, out, args.mode, sys.stderr)
+    if args.from_csv:
+        records = [{k: (v if k in ("graph", "family", "cluster", "best_heuristic") else float(v))
+                    for k, v in row.items() if v != ""}
+                   for path in args.from_csv for row in csv.DictReader(path.open())]
+    else:
+        records = run(entries, args.seeds, args.checkpoint, out, args.mode, sys.stderr)
     if args.mode == "baselines":
         return 0
     tag = args.split + ("-zero-shot" if args.mode == "zero-shot" else "")

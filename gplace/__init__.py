@@ -3,7 +3,8 @@
     import gplace
     graph = gplace.load_graph("model.pb")      # an OpGraph
     placer = gplace.load()                     # the pretrained GNN placer
-    result = gplace.place(graph, placer, cluster="post-4gpu", finetune=300)
+    from gplace.place import place
+    result = place(graph, checkpoint=placer, cluster="post-4gpu", finetune=300)
 """
 
 from __future__ import annotations
@@ -23,17 +24,9 @@ def load_graph(source, **options) -> OpGraph:
 
 def load(path=None, seed: int = 0):
     """A placer from a policy checkpoint (default: the one shipped with gplace); see
-    :mod:`gplace.gnn.placer`. Pass it to :func:`place` as ``placer``."""
+    :mod:`gplace.gnn.placer`. Pass it to :func:`gplace.place.place` as ``checkpoint``."""
     from gplace.gnn.placer import load as _load
     return _load(path, seed=seed)
 
 
-def place(model, placer=None, **options):
-    """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph) with ``placer`` (from
-    :func:`load`; default the shipped policy); options as :func:`gplace.place.place`
-    (cluster, finetune, measure, memory_limit, seed, ...). Returns a PlacementResult."""
-    from gplace.place import place as _place
-    return _place(model, checkpoint=placer, **options)
-
-
-__all__ = ["OpGraph", "load", "load_graph", "place", "GplaceError", "GraphError", "ConfigError", "__version__"]
+__all__ = ["OpGraph", "load", "load_graph", "GplaceError", "GraphError", "ConfigError", "__version__"]

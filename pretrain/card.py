@@ -28,7 +28,7 @@ def read(path: Path) -> tuple[list[tuple[int, float, float]], list[tuple[int, fl
     return val, train
 
 
-def plot(val, train, out: Path) -> None:
+def plot(val, train, out: Path, untrained: float | None = None) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -43,6 +43,9 @@ def plot(val, train, out: Path) -> None:
         steps, g, _ = np.array(val).T
         ax.plot(steps, g, "o-", label="validation: zero-shot (geomean)")
     ax.axhline(1.0, color="k", lw=0.8)
+    if untrained is not None:
+        ax.axhline(untrained, color="C1", ls="--", lw=1,
+                   label=f"validation: the untrained network (step 0), {untrained:.3f}")
     ax.set_xlabel("training step")
     ax.set_ylabel("step time / best heuristic (estimated)")
     ax.legend(fontsize=8)
@@ -55,13 +58,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("metrics", type=Path)
     ap.add_argument("--out", type=Path, default=Path("pretrain/curves.png"))
+    ap.add_argument("--untrained", type=float, default=None,
+                    help="the untrained network's validation figure, drawn as a line")
     args = ap.parse_args(argv)
     val, train = read(args.metrics)
     print("| step | zero-shot / best heuristic (geomean) | at or below 1 |")
     print("|---|---|---|")
     for step, g, share in val:
         print(f"| {step} | {g:.3f} | {share:.0%} |")
-    plot(val, train, args.out)
+    plot(val, train, args.out, args.untrained)
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

@@ -46,7 +46,8 @@ def test_python_api_places_a_graph_def(checkpoint):
     gd = tensorflow().compat.v1.GraphDef()
     gd.ParseFromString(EXAMPLE.read_bytes())
     placer = gplace.load(checkpoint)
-    result = gplace.place(gd, placer, cluster="post-2gpu", finetune=10, progress=False)
+    from gplace.place import place
+    result = place(gd, checkpoint=placer, cluster="post-2gpu", finetune=10, progress=False)
     assert result.summary["samples"] == 10 and result.step_time_s > 0
     assert set(result.placement) == {n.name for n in gd.node}
     assert all("/device:" in d for d in result.placement.values())

@@ -13,7 +13,7 @@ import torch
 from gplace.gnn.learn import LearnConfig
 from gplace.gnn.pretrain import PretrainConfig, run_pretrain
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb"
+EXAMPLE = Path(__file__).resolve().parents[2] / "gplace" / "examples" / "small_resnet.pb"
 
 
 @pytest.fixture(scope="module")
