@@ -49,7 +49,7 @@ def ensure_built(spec: GraphSpec, out: Path) -> dict:
 
 
 def ensure_profiled(spec: GraphSpec, out: Path) -> float | None:
-    from datasets.profiler import ProfileConfig, profile_graph
+    from gplace.profiler import ProfileConfig, profile_graph
     ppath = profile_path(out, spec.name)
     if not ppath.exists():
         steps = GEN_STEPS if spec.generator else dict(

@@ -23,7 +23,7 @@ HEADER = """\
 # gplace training-graph corpus (issue 3). Rebuild: python -m datasets.build
 #
 # Every graph is one training step (forward, backward, optimizer update) in TF1 graph mode
-# with control flow v1, profiled on this CPU (see datasets/profiler.py): per-op times are the
+# with control flow v1, profiled on this CPU (see gplace/profiler.py): per-op times are the
 # median over >= 5 FULL_TRACE steps, inter-op and intra-op threads 1, grappler and oneDNN
 # fusions off. step_time_s: median wall time of the traced steps; untraced_step_time_s: median
 # of untraced steps (tracing slows small kernels). coverage: sum of profiled op times / step time;

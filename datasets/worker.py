@@ -4,7 +4,7 @@
 
 Writes ``OUT_DIR/NAME.pb`` (if missing) and ``OUT_DIR/NAME.profile.json.gz`` (if missing), each
 atomically, then prints one JSON line with the result. oneDNN fusions are switched off before
-TensorFlow is imported so that step_stats names are GraphDef names (see datasets.profiler).
+TensorFlow is imported so that step_stats names are GraphDef names (see gplace.profiler).
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def load_graph_def(path: Path):
 
 
 def run(spec: GraphSpec, out: Path, force: bool = False) -> dict:
-    from datasets.profiler import ProfileConfig, profile_graph
+    from gplace.profiler import ProfileConfig, profile_graph
     t0 = time.time()
     gpath, ppath = graph_path(out, spec.name), profile_path(out, spec.name)
     if force or not gpath.exists():

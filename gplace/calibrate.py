@@ -8,7 +8,7 @@ and mixed placements: :func:`calibration_placements`) is measured twice: for rea
 measured on this cluster, namely
 
 * per-op times profiled on one process pinned like one ``local-procs`` task (one core, threads
-  1, oneDNN fusions off: ``datasets.profiler.profile_graph`` in a pinned child process);
+  1, oneDNN fusions off: ``gplace.profiler.profile_graph`` in a pinned child process);
 * the link (latency, bandwidth) fitted from the transfer benchmark (:mod:`gplace.real.links`);
 * op times scaled by one factor per graph so that they add up to the untraced wall time of a
   step on that one process (``scaled_profile``): step_stats times cover only the kernels, and
@@ -234,12 +234,11 @@ def profile_pinned(source: GraphSource, core: int, cache_dir: Path) -> CostProfi
 
 def _profile_child(pb: str, name: str, out: str, core: int) -> None:
     os.sched_setaffinity(0, {core})
-    from gplace.real import datasets_profiler
+    from gplace import profiler as prof
     from gplace.tfimport import tensorflow
     tf = tensorflow()
     graph_def = tf.compat.v1.GraphDef()
     graph_def.ParseFromString(Path(pb).read_bytes())
-    prof = datasets_profiler()
     profile = prof.profile_graph(graph_def, name, cfg=prof.ProfileConfig())
     profile.meta["pinned_core"] = core
     profile.save(out)

@@ -19,7 +19,7 @@ RUN = textwrap.dedent("""
     import tensorflow as tf
     cpus = tf.config.list_physical_devices("CPU")
     tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
-    from datasets.profiler import import_with_initializer
+    from gplace.profiler import import_with_initializer
     out = {}
     for name in ("orig", "placed"):
         gd = tf.compat.v1.GraphDef()

@@ -9,25 +9,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
-from gplace.errors import GplaceError
-
-
-def datasets_profiler():
-    """``datasets.profiler`` (the corpus profiler, reused for sessions and initializers); it
-    lives beside the package in the repository, so the repository root joins sys.path."""
-    root = str(Path(__file__).resolve().parents[2])
-    if root not in sys.path:
-        sys.path.append(root)
-    try:
-        return importlib.import_module("datasets.profiler")
-    except ImportError as e:
-        raise GplaceError(f"real measurement needs the repository's datasets/ package ({e}); "
-                          f"run gplace from a checkout of the repository") from None
-
 
 def __getattr__(name):  # lazy: importing gplace.real must not import TensorFlow
     if name in ("RealMeasurer", "RealConfig", "RealResult"):

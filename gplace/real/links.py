@@ -125,8 +125,7 @@ def remote_session_config():
     """The profiler's session config (grappler off, no constant folding: ``tf.size`` of a
     static shape would otherwise be folded away), minus per-session pools, which a
     distributed session rejects."""
-    from gplace.real import datasets_profiler
-    prof = datasets_profiler()
+    from gplace import profiler as prof
     config = prof.session_config(prof.ProfileConfig())
     config.use_per_session_threads = False
     return config

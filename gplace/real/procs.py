@@ -184,7 +184,7 @@ def _repo_root() -> str:
 def _child_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = _repo_root() + os.pathsep + env.get("PYTHONPATH", "")
-    env["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the same kernels as the profiles (datasets.profiler)
+    env["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the same kernels as the profiles (gplace.profiler)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     return env
 

@@ -12,7 +12,7 @@ It asks the kernel to kill it when its parent dies, as the TF servers do
 (:func:`gplace.real.procs.die_with_parent`), so a SIGKILLed ``gplace`` leaves no runner.
 
 Each placement: NodeDef.device written into a copy of the GraphDef, variables initialized as
-the profiler does (``datasets.profiler.import_with_initializer``), one step fetching the loss
+the profiler does (``gplace.profiler.import_with_initializer``), one step fetching the loss
 (the first step after initialization: compared across placements by the tests), ``warmup``
 more untimed steps, then ``steps`` timed steps of the train op alone (no tensor goes back to
 the client); the time of a step is the wall time of ``Session.run``.
@@ -25,7 +25,7 @@ import os
 import sys
 import time
 
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # the profiler's kernels (datasets.profiler)
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # the profiler's kernels (gplace.profiler)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 
@@ -42,8 +42,7 @@ def placed_graph_def(graph_def, op_names: list[str], tf_devices: list[str], op_d
 
 
 def run_one(tf, graph_def, job: dict, op_device) -> dict:
-    from gplace.real import datasets_profiler
-    prof = datasets_profiler()
+    from gplace import profiler as prof
     ProfileConfig, import_with_initializer, session_config = (
         prof.ProfileConfig, prof.import_with_initializer, prof.session_config)
     placed = placed_graph_def(graph_def, job["op_names"], job["tf_devices"], op_device)

@@ -34,7 +34,7 @@ def test_profiles_explain_at_least_90_percent_of_the_step(quick_corpus):
         prof = CostProfile.load(path)
         # Per step: that step's op times against its span. On a loaded machine (CI shares
         # the cores with nothing, a developer's machine may not) the ratio of medians,
-        # prof.coverage, drops below it: see datasets/profiler.py.
+        # prof.coverage, drops below it: see gplace/profiler.py.
         assert prof.meta["step_coverage"] >= 0.9, (path.name, prof.meta)
         assert 0.0 < prof.coverage <= 1.05, (path.name, prof.coverage)
         assert prof.meta["op_coverage"] >= 0.9, (path.name, prof.meta["op_coverage"])

@@ -7,7 +7,8 @@ import pytest
 tf = pytest.importorskip("tensorflow")
 from tensorflow.core.framework import step_stats_pb2  # noqa: E402
 
-from datasets import profiler, tfstep  # noqa: E402
+from datasets import tfstep  # noqa: E402
+from gplace import profiler  # noqa: E402
 from gplace.profile import CostProfile  # noqa: E402
 
 
