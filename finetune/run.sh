@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Rebuilds finetune/RESULTS.md (issue 12's study) from a fresh clone after scripts/setup.sh.
-# Every step time is simulated (estimates). About 70 minutes on the 2-core development machine.
+# Every step time is simulated (estimates). About 75 minutes on the 2-core development machine
+# (the page was made with the fine-tuning step split in two parallel processes, 32 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

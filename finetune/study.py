@@ -21,7 +21,10 @@ the K40 kind). Per case and seed (3 seeds), at equal sample budgets:
 * ``lower bound``: the simulator's bound (critical path, total work / devices).
 
 Baseline runs are cached in ``<out>/cache/`` (they do not depend on the checkpoint).
-Writes RESULTS.md (RESULTS.head.md + tables), results.csv and ratios_<split>.png.
+``--mode zero-shot`` runs the no-sample rows only; ``--mode baselines`` fills the cache;
+``--from-csv`` makes the tables from earlier runs' CSVs (e.g. shards run in parallel).
+Writes tables_<split>.md, results_<split>.csv and ratios_<split>.png; finetune/run.sh
+assembles RESULTS.md from RESULTS.head.md and the tables.
 """
 
 from __future__ import annotations
@@ -133,7 +136,8 @@ def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict
             feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
             best_h = min(feasible, key=feasible.get)
             cache = out / "cache" / f"{entry.name}@{cluster}.json"
-            cache.parent.mkdir(parents=True, exist_ok=True)
+            if mode != "zero-shot":
+                cache.parent.mkdir(parents=True, exist_ok=True)
             for seed in range(seeds):
                 rec = {"graph": entry.name, "family": entry.family, "cluster": cluster,
                        "seed": seed, "units": problem.num_units, "best_heuristic": best_h,
@@ -256,10 +260,11 @@ def plot(records: list[dict], path: Path) -> None:
                       if (r["graph"], r["cluster"]) == case and col in r]) for case in cases]
         ax.bar(np.arange(len(cases)) + j * width, y, width, label=col)
     ax.axhline(1.0, color="k", lw=0.8)
+    ax.set_ylim(0, 1.3)
     ax.set_xticks(np.arange(len(cases)) + 0.4, [f"{g}\n{c}" for g, c in cases], rotation=90,
                   fontsize=6)
     ax.set_ylabel("step time / best heuristic (estimated)")
-    ax.legend(fontsize=7, ncol=4)
+    ax.legend(fontsize=7, ncol=4, loc="upper center")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -58,6 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"gplace {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `gplace inspect m.pb | head`: the reader left; say nothing
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":
