@@ -72,7 +72,8 @@ def render(s: dict, files: list | None, as_json: bool) -> str:
              "simulated step times, not measured ones")
     lines = [
         f"{s['graph']}: {s['ops']:,} ops in {s['units']} units; {s['cluster_choice']}",
-        f"step time        {s['step_time_s'] * 1e3:.3f} ms ({s['step_times']})",
+        f"step time        {s['step_time_s'] * 1e3:.3f} ms ({s['step_times']}); found by "
+        f"{s.get('chosen', '?')}",
         f"single device    {s['single_device_s'] * 1e3:.3f} ms "
         f"({s['single_device_s'] / s['step_time_s']:.2f}x slower)",
         f"best heuristic   {best['name']} {best['step_time_s'] * 1e3:.3f} ms",
