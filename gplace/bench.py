@@ -52,6 +52,7 @@ class Run:
 
 def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
     """All runs, and per (graph, cluster): the lower bound and whether costs were estimated."""
+    from gplace.cost import cost_model_for
     from gplace.importer import load_any
     from gplace.cluster import load_cluster
     import torch
@@ -65,7 +66,7 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
         graph = load_any(gpath)
         gname = graph.meta.get("name", Path(gpath).stem)
         for cname in cfg.clusters:
-            problem = PlacementProblem.build(graph, load_cluster(cname),
+            problem = PlacementProblem.build(graph, load_cluster(cname), cost_model_for(gpath),
                                              coarsen=CoarsenConfig(max_units=cfg.units))
             measurer = SimMeasurer(problem)
             meta[(gname, cname)] = {"lower_bound_s": float(lower_bound(problem).bound_s),

@@ -19,6 +19,7 @@ import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -199,3 +200,17 @@ def _profile_record(p: CostProfile) -> dict:
             "op_output_bytes": p.op_output_bytes.tolist(),
             "op_temp_bytes": p.op_temp_bytes.tolist(), "step_time_s": p.step_time_s,
             "meta": p.meta}
+
+
+def cost_model_for(source) -> CostModel:
+    """The one cost rule of every entry point (place, bench, the studies): the measured profile
+    that sits beside a model file (``<name>.profile.json.gz``, as ``datasets/`` writes them)
+    for the devices of its kind, roofline estimates elsewhere (``OpCosts.estimated`` says
+    which). A source that is not a path gets estimates only."""
+    model = CostModel()
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        profile = path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
+        if profile.is_file():
+            model.add_profile(CostProfile.load(profile))
+    return model

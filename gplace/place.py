@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from gplace.cluster import Cluster, load_cluster
-from gplace.cost import CostModel
+from gplace.cost import cost_model_for
 from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
@@ -157,20 +157,6 @@ def _chosen(tuned: PlaceResult, best_h: PlaceResult, heuristics: dict[str, Place
     if zero is not None and np.array_equal(zero, tuned.placement):
         return "gnn (zero-shot)"
     return "gnn (fine-tuned)"
-
-
-def cost_model_for(model) -> CostModel:
-    """A cost model with the measured profile that sits beside a model file, if any
-    (``<name>.profile.json.gz``, as ``datasets/`` writes them); it applies to the cluster
-    devices of the profiled kind, and the summary says which devices stay estimated."""
-    model_cost = CostModel()
-    if isinstance(model, (str, Path)):
-        path = Path(model)
-        profile = path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
-        if profile.is_file():
-            from gplace.profile import CostProfile
-            model_cost.add_profile(CostProfile.load(profile))
-    return model_cost
 
 
 def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: bool = False):
