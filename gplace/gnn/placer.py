@@ -126,13 +126,18 @@ class GNNPlacer:
 
 
 def _heaviest_neighbour(state: ProblemState) -> np.ndarray:
-    """(units,) the unit each unit exchanges the most bytes with (itself if none)."""
+    """(units,) the unit each unit exchanges the most bytes with (itself if none); computed
+    once per problem state."""
+    cached = getattr(state, "_heaviest", None)
+    if cached is not None:
+        return cached
     a = state.sched
     heaviest = np.arange(a.num_units)
     for u in range(a.num_units):
         lo, hi = a.adj_ptr[u], a.adj_ptr[u + 1]
         if hi > lo:
             heaviest[u] = a.adj_unit[lo + int(np.argmax(a.adj_bytes[lo:hi]))]
+    state._heaviest = heaviest
     return heaviest
 
 

@@ -171,7 +171,11 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
     makespan = 0.0
     for i in range(n):
         op = order[i]
-        for d in range(nd):
+        u = unit_of_op[op]
+        placed = unit_dev[u]
+        for d in range(nd):  # every device at a decision; only the unit's device after it
+            if placed >= 0 and d != placed:
+                continue
             r = 0.0
             for e in range(pred_ptr[op], pred_ptr[op + 1]):
                 p = pred_op[e]
@@ -181,8 +185,7 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
                     r = t
             ready[d] = r
             start[d] = max(r, _lane_free(lanes, lane_ptr, d))
-        u = unit_of_op[op]
-        if unit_dev[u] < 0:
+        if placed < 0:
             _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                       unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
             if mode == 2:
