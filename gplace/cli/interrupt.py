@@ -1,27 +1,56 @@
-"""Ctrl-C inside Lightning: exit 130 with "interrupted", as every other command does.
+"""Ctrl-C: exit 130 with "interrupted", in every command, Lightning's included.
 
 Lightning catches KeyboardInterrupt in ``Trainer.fit``, logs its own notice and calls
 ``sys.exit(1)`` (lightning/pytorch/trainer/call.py). :func:`interruptible` notes the SIGINT,
 silences that notice and turns the exit back into KeyboardInterrupt for ``gplace.cli.main``.
+
+A KeyboardInterrupt raised while numba compiles (the first run on a fresh install) lands in
+llvmlite's ctypes callbacks, which swallow it and leave the compiler in a broken state (seen:
+exit 1, or a hang). So a SIGINT that arrives inside numba or llvmlite is held: the handler
+re-arms a short timer and raises once the compiler has returned.
 """
 
 from __future__ import annotations
 
 import logging
 import signal
+import sys
 from contextlib import contextmanager
+
+RETRY_S = 0.2
+_COMPILER = ("numba", "llvmlite")
+
+
+def in_compiler(frame) -> bool:
+    """Whether any frame of the stack belongs to numba or llvmlite."""
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(_COMPILER):
+            return True
+        frame = frame.f_back
+    return False
 
 
 @contextmanager
 def interruptible():
     hit: list[int] = []
 
-    def on_sigint(signum, frame):
-        hit.append(signum)
-        logging.disable(logging.INFO)  # Lightning's "Detected KeyboardInterrupt ..." notice
+    def on_signal(signum, frame):
+        if signum == signal.SIGINT:
+            if not hit:
+                logging.disable(logging.INFO)  # Lightning's "Detected KeyboardInterrupt ..."
+            hit.append(signum)
+        elif not hit:
+            return
+        if in_compiler(frame):
+            if signum == signal.SIGINT and hit.count(signal.SIGINT) == 1:
+                print("gplace: stopping once the compiler finishes (first run only)",
+                      file=sys.stderr)
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S)
+            return
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, on_sigint)
+    previous = signal.signal(signal.SIGINT, on_signal)
+    previous_alarm = signal.signal(signal.SIGALRM, on_signal)
     try:
         yield
     except SystemExit:
@@ -29,4 +58,6 @@ def interruptible():
             raise KeyboardInterrupt from None
         raise
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGALRM, previous_alarm)

@@ -315,6 +315,9 @@ def test_nothing_left_behind(ran):
     assert leftovers == []
 
 
+COMPILING = "gplace: stopping once the compiler finishes (first run only)"
+
+
 def test_ctrl_c_of_pretrain_exits_130_with_one_line(tmp_path):
     """Lightning turns Ctrl-C into its own notice and exit 1; gplace says "interrupted", 130."""
     corpus = tmp_path / "corpus"
@@ -347,7 +350,8 @@ def test_ctrl_c_of_pretrain_exits_130_with_one_line(tmp_path):
     finally:
         proc.kill()
     assert code == 130, rest
-    assert rest == ["gplace pretrain: interrupted"], rest
+    # Ctrl-C inside numba's compiler (a cold cache) is held until it returns, with a notice.
+    assert rest in (["gplace pretrain: interrupted"], [COMPILING, "gplace pretrain: interrupted"]), rest
     assert not (tmp_path / "policy.pt").exists()
     assert tagged_processes() == []
 
