@@ -27,7 +27,21 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--problems-per-step", type=int, default=c.problems_per_step,
                    help=f"(graph, cluster) problems per step (default: {c.problems_per_step})")
     p.add_argument("--samples", type=int, default=c.learn.samples,
-                   help=f"placements per problem per step (default: {c.learn.samples})")
+                   help=f"placements per problem per step; 0: imitation of the elites only (default: "
+                        f"{c.learn.samples})")
+    p.add_argument("--expert-budget", type=int, default=c.expert_budget,
+                   help="samples of the expert search per training problem, whose result joins "
+                        "its elite set (expert iteration; cached beside the corpus; default: "
+                        f"{c.expert_budget}, none)")
+    p.add_argument("--ce-weight", type=float, default=c.learn.ce_weight,
+                   help=f"weight of the elite cross-entropy (default: {c.learn.ce_weight})")
+    p.add_argument("--elite-size", type=int, default=c.learn.elite_size,
+                   help=f"placements in each problem's elite set (default: {c.learn.elite_size})")
+    p.add_argument("--ppo-epochs", type=int, default=c.learn.ppo_epochs,
+                   help=f"gradient steps on each step's rollouts (default: {c.learn.ppo_epochs})")
+    p.add_argument("--ema-decay", type=float, default=c.ema_decay,
+                   help="validate and write an exponential moving average of the weights with "
+                        f"this decay per step, e.g. 0.98 (default: {c.ema_decay}, off)")
     p.add_argument("--lr", type=float, default=c.learn.lr,
                    help=f"Adam learning rate (default: {c.learn.lr})")
     p.add_argument("--w0-lr-scale", type=float, default=c.learn.w0_lr_scale,
@@ -52,15 +66,25 @@ def run(args) -> int:
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly, before TensorBoard imports it with its C++ start-up lines
     from gplace.gnn.pretrain import run_pretrain
-    if args.max_steps < 1 or args.random_clusters < 0 or args.samples < 2:
-        raise ConfigError("--max-steps must be >= 1, --random-clusters >= 0, --samples >= 2")
+    if (args.max_steps < 1 or args.random_clusters < 0 or args.samples == 1 or args.samples < 0
+            or args.expert_budget < 0 or args.ce_weight < 0 or args.elite_size < 1
+            or args.ppo_epochs < 1 or not 0 <= args.ema_decay < 1):
+        raise ConfigError("--max-steps must be >= 1, --random-clusters >= 0, --samples 0 or >= 2, "
+                          "--expert-budget >= 0, --ce-weight >= 0, --elite-size >= 1, "
+                          "--ppo-epochs >= 1, 0 <= --ema-decay < 1")
+    if args.samples == 0 and (args.ce_weight == 0 or args.expert_budget == 0):
+        raise ConfigError("--samples 0 (imitation only) needs --expert-budget > 0 and "
+                          "--ce-weight > 0: there would be nothing to learn from")
     base = PretrainConfig()
     cfg = PretrainConfig(corpus=args.corpus, clusters=tuple(args.clusters),
                          random_clusters=args.random_clusters,
                          problems_per_step=args.problems_per_step, max_steps=args.max_steps,
                          val_every=args.val_every, seed=args.seed,
+                         expert_budget=args.expert_budget, ema_decay=args.ema_decay,
                          learn=replace(base.learn, samples=args.samples, lr=args.lr,
-                                       w0_lr_scale=args.w0_lr_scale))
+                                       w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
+                                       ppo_epochs=args.ppo_epochs,
+                                       elite_size=args.elite_size))
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem
     run_pretrain(cfg, out, log_dir, resume=args.resume, devices=args.devices,

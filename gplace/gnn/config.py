@@ -34,6 +34,11 @@ class PretrainConfig:
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
                                    # one on ResNet-50, and the 2-core machine is the limit
     threads: int = 1               # torch intra-op threads; more were slower on 2 busy cores
+    expert_budget: int = 0         # > 0: each training problem's elite set also holds an expert
+                                   # placement from a search of this many samples (experts.py)
+    ema_decay: float = 0.0         # > 0: validate and ship an exponential moving average of
+                                   # the weights (per training step); the greedy placement
+                                   # swings with every step's weights, their average less
     learn: LearnConfig = field(default_factory=lambda: LearnConfig(
         samples=12, ppo_epochs=3, lr=1e-3, ce_weight=0.1))
 

@@ -32,6 +32,7 @@ from torch.utils.data import DataLoader
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
 from gplace.gnn.config import PretrainConfig
+from gplace.gnn.experts import EXPERT_VERSION, cached_expert, search_expert
 from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
@@ -59,9 +60,12 @@ def cluster_of(spec: str | int) -> Cluster:
     return random_cluster(spec) if isinstance(spec, int) else load_cluster(spec)
 
 
-def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int) -> ProblemState:
+def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_budget: int = 0,
+                expert_seed: int = 0) -> ProblemState:
     """A full-granularity problem whose elite set starts with the heuristics' placements
-    (cached beside the corpus: they are deterministic, and m-ETF takes seconds on big graphs)."""
+    (cached beside the corpus: they are deterministic, and m-ETF takes seconds on big graphs)
+    and, with ``expert_budget``, an expert placement (gplace.gnn.experts, cached too). The
+    reference time (rewards, validation) stays the best heuristic's."""
     graph = load_corpus_graph(entry)
     model = CostModel()
     if entry.profile is not None:
@@ -80,7 +84,14 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int) -> Proble
             atomic_write(cache, lambda f: np.save(f, np.stack(seeds)), binary=True)
         except OSError:
             pass  # a read-only corpus still works, only slower
-    return ProblemState(problem, measurer, seeds, elite_size=elite_size)
+    state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
+    if expert_budget > 0:
+        name = f"{entry.name}-{key}-v{EXPERT_VERSION}-b{expert_budget}-s{expert_seed}.npy"
+        expert = cached_expert(cache.parent.parent / "experts" / name, lambda: search_expert(
+            problem, measurer, seeds, expert_budget, expert_seed))
+        m = measurer.measure(expert[None])
+        state.offer(expert[None], m.step_time_s, m.feasible)
+    return state
 
 
 class ProblemPool:
@@ -88,6 +99,7 @@ class ProblemPool:
 
     def __init__(self, cfg: PretrainConfig, split: str):
         self.cfg = cfg
+        self.expert_budget = cfg.expert_budget if split == "train" else 0
         self.specs = [s for s in problem_specs(cfg, split)
                       if _ops(s[0]) <= cfg.max_graph_ops]
         self.names = [f"{e.name}@{c if isinstance(c, str) else f'random-{c}'}"
@@ -101,7 +113,8 @@ class ProblemPool:
     def state(self, i: int) -> ProblemState:
         if i not in self.states:
             entry, c = self.specs[i]
-            st = build_state(entry, cluster_of(c), self.cfg.learn.elite_size)
+            st = build_state(entry, cluster_of(c), self.cfg.learn.elite_size,
+                             self.expert_budget, self.cfg.seed)
             for t, p in self.saved_elites.pop(self.names[i], []):
                 st.offer(np.asarray(p, np.int64)[None], np.array([t]), np.array([True]))
             self.states[i] = st
@@ -177,18 +190,21 @@ class PretrainModule(L.LightningModule):
         states = [pool.state(i) for i in idx]
         seeds = [int(np.random.default_rng([self.cfg.seed, step, j, 7]).integers(2**31))
                  for j in range(len(states))]
-        batches = [sample(self.policy, s, cfg.samples, sd) for s, sd in zip(states, seeds)]
+        # samples 0: imitation only (the elite cross-entropy), no rollouts to measure
+        batches = [sample(self.policy, s, cfg.samples, sd) if cfg.samples else None
+                   for s, sd in zip(states, seeds)]
         opt = self.optimizers()
         for _ in range(cfg.ppo_epochs):
             total = sum(loss(self.policy, s, b, cfg) for s, b in zip(states, batches)) / len(states)
             opt.zero_grad()
             self.manual_backward(total)
             opt.step()
-        ratio = _geomean([np.min(np.where(b.feasible, b.step_time_s, np.inf)) / pool.best_heuristic(i)
-                          for b, i in zip(batches, idx)])
-        self.log_dict({"train/loss": float(total.detach()),
-                       "train/best_sample_vs_heuristic": ratio},
-                      prog_bar=True, batch_size=len(idx))
+        logs = {"train/loss": float(total.detach())}
+        if cfg.samples:
+            logs["train/best_sample_vs_heuristic"] = _geomean(
+                [np.min(np.where(b.feasible, b.step_time_s, np.inf)) / pool.best_heuristic(i)
+                 for b, i in zip(batches, idx)])
+        self.log_dict(logs, prog_bar=True, batch_size=len(idx))
 
     def validation_step(self, batch: list[int], batch_idx: int):
         pool = self.trainer.datamodule.val
@@ -250,6 +266,13 @@ def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = Non
     return Path(out)
 
 
+def _averaging(cfg: PretrainConfig) -> list:
+    """The EMA callback (validation, checkpoints and the written policy use the average)."""
+    if cfg.ema_decay <= 0:
+        return []
+    return [L.pytorch.callbacks.EMAWeightAveraging(decay=cfg.ema_decay)]
+
+
 def _geomean(x) -> float:
     x = np.asarray(x, np.float64)
     return float(np.exp(np.log(x).mean())) if x.size else float("nan")
@@ -281,7 +304,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         num_sanity_val_steps=0, log_every_n_steps=1, enable_progress_bar=progress,
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
-        callbacks=[L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
+        callbacks=_averaging(cfg) + [L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
                                                        every_n_train_steps=10 * per_batch),
                    L.pytorch.callbacks.ModelCheckpoint(
                        dirpath=ckpt_dir, filename="best-{step}", monitor="val/zero_shot_vs_heuristic",

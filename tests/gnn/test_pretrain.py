@@ -93,3 +93,46 @@ def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     sums = [(tmp_path / "runs" / f"weights_rank{r}.txt").read_text() for r in (0, 1)]
     assert sums[0] == sums[1]
     assert (tmp_path / "ddp.pt").exists()
+
+
+def test_experts_join_the_elites_are_cached_and_imitation_only_trains(corpus, tmp_path):
+    """An expert is at least as fast as the best heuristic, is cached, does not move the
+    reference time, and --samples 0 trains on the elites alone."""
+    from dataclasses import replace
+
+    from gplace.gnn.pretrain import ProblemPool
+    cfg = config(corpus, 2, expert_budget=30)
+    pool = ProblemPool(cfg, "train")
+    st = pool.state(0)
+    assert st.best_time_s <= pool.best_heuristic(0)
+    cached = list((corpus / ".gplace-cache" / "experts").glob("*-b30-s0.npy"))
+    assert len(cached) == 1
+    again = ProblemPool(cfg, "train").state(0)  # from the cache: the same placement
+    assert np.array_equal(again.elites[0].placement, st.elites[0].placement)
+    assert ProblemPool(config(corpus, 2), "train").state(0).best_time_s == pool.best_heuristic(0)
+    imitation = replace(cfg, learn=replace(cfg.learn, samples=0, ce_weight=1.0, elite_size=1))
+    out = run_pretrain(imitation, tmp_path / "i.pt", tmp_path / "runs", progress=False)
+    import gplace
+    assert gplace.load(out).meta["steps"] == 2
+
+
+def test_weight_averaging_resumes_as_the_same_run(corpus, tmp_path):
+    """With --ema-decay the written policy is the average, and resuming keeps both the
+    current weights and the average: 10 + 10 steps give the policy of 20."""
+    from dataclasses import replace
+
+    from gplace.gnn.policy import GNNPolicy
+
+    def cfg(steps):
+        c = config(corpus, steps, expert_budget=30, ema_decay=0.5)
+        return replace(c, val_every=100, learn=replace(c.learn, samples=0, ce_weight=1.0,
+                                                       elite_size=1, ppo_epochs=1))
+    whole = run_pretrain(cfg(20), tmp_path / "whole.pt", tmp_path / "a", progress=False)
+    run_pretrain(cfg(10), tmp_path / "half.pt", tmp_path / "b", progress=False)
+    resumed = run_pretrain(cfg(20), tmp_path / "resumed.pt", tmp_path / "b", resume=True,
+                           progress=False)
+    plain = run_pretrain(replace(cfg(20), ema_decay=0.0), tmp_path / "plain.pt", tmp_path / "c",
+                         progress=False)
+    a, b, c = (GNNPolicy.load(p)[0].state_dict() for p in (whole, resumed, plain))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert not all(torch.equal(a[k], c[k]) for k in a)  # the average is not the last weights

@@ -1,0 +1,56 @@
+"""Expert placements for expert iteration: a long simulated search on one corpus problem,
+fed back to pretraining as a cross-entropy target (issue 12; Post's objective, with an elite
+set whose first member is the search's result instead of a heuristic's placement).
+
+The search is the fine-tuning pipeline itself (gplace.gnn.placer: policy rollouts and local
+moves, Post's objective) started from a freshly initialized network, i.e. from the
+architecture's prior (a list scheduler that judges a unit by its finish time), with the cheap
+heuristics as seeds. Its result is at least as fast as the best of them. A fresh network and a
+fixed seed make an expert a function of (problem, budget, seed), so it is cached beside the
+corpus like the heuristics' seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from gplace.io import atomic_write
+from gplace.measure import Measurer
+from gplace.problem import PlacementProblem
+
+EXPERT_VERSION = 1  # part of the cache key: bump when the search changes
+
+
+def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.ndarray],
+                  budget: int, seed: int, hidden_channels: int = 64,
+                  num_layers: int = 3) -> np.ndarray:
+    """The best placement a ``budget``-sample fine-tuning search from an untrained network
+    finds (at least as fast as the best seed)."""
+    import torch
+
+    from gplace.gnn.placer import GNNPlacer
+    from gplace.gnn.policy import GNNPolicy
+    # the search trains a network: gradients on even when called under Lightning's
+    # validation (inference mode), where a problem may be built on first use
+    with torch.inference_mode(False), torch.enable_grad():
+        torch.manual_seed(seed)
+        placer = GNNPlacer(seed=seed, policy=GNNPolicy(hidden_channels, num_layers))
+        return placer.place(problem, measurer, budget, seeds=list(seeds)).placement
+
+
+def cached_expert(cache: Path, compute) -> np.ndarray:
+    """Loads the expert at ``cache`` or computes it with ``compute()`` and writes it there
+    (atomically; a read-only corpus still works, only slower)."""
+    try:
+        return np.load(cache)
+    except (OSError, ValueError):
+        pass
+    placement = np.asarray(compute(), np.int64)
+    try:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(cache, lambda f: np.save(f, placement), binary=True)
+    except OSError:
+        pass
+    return placement
