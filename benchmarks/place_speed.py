@@ -38,14 +38,13 @@ def main() -> None:
     result.export(tempfile.mkdtemp())
     t_export = time.perf_counter() - t0
     s = result.summary
-    print(f"{s['graph']}: {s['ops']:,} ops, {s['units']} units, cluster {s['cluster']}")
-    print(f"import {t_import:.1f} s; place (heuristics + zero-shot + {s['samples']} fine-tuning "
+    print(f"{s.graph}: {s.ops:,} ops, {s.units} units, cluster {s.cluster}")
+    print(f"import {t_import:.1f} s; place (heuristics + zero-shot + {s.samples} fine-tuning "
           f"samples) {t_place:.1f} s; export {t_export:.1f} s; total {t_import + t_place + t_export:.1f} s")
-    print(f"step time {s['step_time_s'] * 1e3:.2f} ms (simulated), zero-shot "
-          f"{s['zero_shot_step_time_s'] * 1e3:.2f} ms, best heuristic {s['best_heuristic']['name']} "
-          f"{s['best_heuristic']['step_time_s'] * 1e3:.2f} ms, single device "
-          f"{s['single_device_s'] * 1e3:.2f} ms; chosen: {s.get('chosen')}")
-
+    print(f"step time {s.step_time_s * 1e3:.2f} ms (simulated), zero-shot "
+          f"{s.zero_shot_step_time_s * 1e3:.2f} ms, best heuristic {s.best_heuristic.name} "
+          f"{s.best_heuristic.step_time_s * 1e3:.2f} ms, single device "
+          f"{s.single_device_s * 1e3:.2f} ms; chosen: {s.chosen}")
 
 if __name__ == "__main__":
     main()

@@ -23,6 +23,7 @@ from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
+from gplace.summary import BestHeuristic, PlaceSummary
 
 DEFAULT_PRESET = "post-4gpu"
 _SIZE = re.compile(r"^\s*([\d.]+)\s*([kmgt]?i?b?)?\s*$", re.I)
@@ -77,10 +78,11 @@ class PlacementResult:
     problem: PlacementProblem
     unit_placement: np.ndarray       # (units,) device index per unit of ``problem``
     step_time_s: float
-    summary: dict[str, Any]
-    finetune: PlaceResult
+    summary: PlaceSummary
+    finetune: PlaceResult            # the learned placer's run (its history: the curve)
     heuristics: dict[str, PlaceResult]
     source: Any                      # what was imported: a path, a GraphDef or a tf.Graph
+    start_step_time_s: float = np.inf  # best of the zero-shot and heuristic starts
 
     @property
     def placement(self) -> dict[str, str]:
@@ -139,10 +141,11 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
             measurer.close()  # stops the TF server processes of real measurement
         elif hasattr(measurer, "__exit__"):
             measurer.__exit__(None, None, None)
-    summary = _summary(graph, problem, tuned, heuristics, why, measure, start)
-    summary.update(groups=problem.num_units, chosen=_chosen(tuned, best_h, heuristics))
+    summary = _summary(graph, problem, tuned, heuristics, why, measure, start,
+                       _chosen(tuned, best_h, heuristics))
     return PlacementResult(graph, problem, tuned.placement, tuned.step_time_s, summary, tuned,
-                           heuristics, model)
+                           heuristics, model,
+                           float(tuned.info.get("start_step_time_s", np.inf)))
 
 
 def _chosen(tuned: PlaceResult, best_h: PlaceResult, heuristics: dict[str, PlaceResult]) -> str:
@@ -173,25 +176,26 @@ def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: boo
     raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
 
 
-def _summary(graph, problem, tuned, heuristics, why, measure, start) -> dict[str, Any]:
+def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> PlaceSummary:
     feasible = {n: r for n, r in heuristics.items() if r.feasible}
     best_name = min(feasible, key=lambda n: feasible[n].step_time_s) if feasible else None
     estimated = [d.name for d, e in zip(problem.cluster.devices, problem.costs.estimated) if e]
-    return {
-        "graph": graph.meta.get("name", ""), "ops": graph.num_ops, "units": problem.num_units,
-        "cluster": problem.cluster.name, "cluster_choice": why,
-        "devices": [d.name for d in problem.cluster.devices],
-        "step_time_s": tuned.step_time_s,
-        "single_device_s": heuristics["single"].step_time_s,
-        "best_heuristic": {"name": best_name,
-                           "step_time_s": feasible[best_name].step_time_s if best_name else None},
-        "lower_bound_s": lower_bound(problem).bound_s,  # from the cost model, even when real
-        "zero_shot_step_time_s": tuned.info.get("zero_shot_step_time_s"),
-        "samples": tuned.samples, "wall_s": round(time.perf_counter() - start, 3),
-        "measure": measure,
-        "costs": "estimated (roofline) on " + ", ".join(estimated) if estimated else "measured",
-        "step_times": "simulated, an estimate" if measure == "sim" else "measured on hardware",
-    }
+    zero = tuned.info.get("zero_shot_step_time_s")  # the learned placer's record of its start
+    return PlaceSummary(
+        graph=graph.meta.get("name", ""), ops=graph.num_ops, units=problem.num_units,
+        cluster=problem.cluster.name, cluster_choice=why,
+        devices=tuple(d.name for d in problem.cluster.devices),
+        step_time_s=tuned.step_time_s,
+        single_device_s=heuristics["single"].step_time_s,
+        best_heuristic=BestHeuristic(best_name,
+                                     feasible[best_name].step_time_s if best_name else None),
+        lower_bound_s=lower_bound(problem).bound_s,  # from the cost model, even when real
+        zero_shot_step_time_s=None if zero is None else float(zero),
+        samples=tuned.samples, wall_s=round(time.perf_counter() - start, 3),
+        measure=measure,
+        costs="estimated (roofline) on " + ", ".join(estimated) if estimated else "measured",
+        step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
+        groups=problem.num_units, chosen=chosen)
 
 
 def _shortfall_message(problem, measurer, heuristics) -> str:

@@ -62,25 +62,28 @@ def run(args) -> int:
     return 0
 
 
-def render(s: dict, files: list | None, as_json: bool) -> str:
-    """The summary as text, or as one JSON object; ``files`` None when they were not written."""
+def render(s, files: list | None, as_json: bool) -> str:
+    """The PlaceSummary as text, or as one JSON object; ``files`` None when they were not
+    written."""
     if as_json:
-        return json.dumps({**s, "out": str(files[0].parent) if files else None})
-    best = s["best_heuristic"]
-    bound = ("from the cost model" if s["measure"] == "sim" else
+        return json.dumps({**s.as_dict(), "out": str(files[0].parent) if files else None})
+    best = s.best_heuristic
+    bound = ("from the cost model" if s.measure == "sim" else
              "from the cost model's profiled op times, not scaled to this machine: it bounds "
              "simulated step times, not measured ones")
     lines = [
-        f"{s['graph']}: {s['ops']:,} ops in {s['units']} units; {s['cluster_choice']}",
-        f"step time        {s['step_time_s'] * 1e3:.3f} ms ({s['step_times']}); found by "
-        f"{s.get('chosen', '?')}",
-        f"single device    {s['single_device_s'] * 1e3:.3f} ms "
-        f"({s['single_device_s'] / s['step_time_s']:.2f}x slower)",
-        f"best heuristic   {best['name']} {best['step_time_s'] * 1e3:.3f} ms",
-        f"zero-shot        {s['zero_shot_step_time_s'] * 1e3:.3f} ms",
-        f"lower bound      {s['lower_bound_s'] * 1e3:.3f} ms ({bound})",
-        f"samples          {s['samples']} in {s['wall_s']:.1f} s",
-        f"costs            {s['costs']}",
+        f"{s.graph}: {s.ops:,} ops in {s.units} units; {s.cluster_choice}",
+        f"step time        {_ms(s.step_time_s)} ({s.step_times}); found by {s.chosen}",
+        f"single device    {_ms(s.single_device_s)} ({s.speedup_vs_single:.2f}x slower)",
+        f"best heuristic   {best.name or 'none fits'} {_ms(best.step_time_s)}",
+        f"zero-shot        {_ms(s.zero_shot_step_time_s)}",
+        f"lower bound      {_ms(s.lower_bound_s)} ({bound})",
+        f"samples          {s.samples} in {s.wall_s:.1f} s",
+        f"costs            {s.costs}",
         f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
     ]
     return "\n".join(lines)
+
+
+def _ms(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"

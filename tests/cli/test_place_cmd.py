@@ -1,0 +1,32 @@
+"""gplace place's printed summary: text and --json from a PlaceSummary (no placement run)."""
+
+import json
+from pathlib import Path
+
+from gplace.cli.place_cmd import render
+from gplace.summary import BestHeuristic
+
+from tests.test_summary import JSON_KEYS, summary
+
+
+def test_json_is_the_summary_plus_the_output_folder():
+    out = json.loads(render(summary(), [Path("/x/placed.pb"), Path("/x/report.html")], True))
+    assert list(out) == JSON_KEYS + ["out"]
+    assert out["out"] == "/x" and out["best_heuristic"]["name"] == "heft"
+    assert json.loads(render(summary(), None, True))["out"] is None
+
+
+def test_text_names_the_finder_and_the_speedup():
+    text = render(summary(), [Path("/x/placed.pb")], False)
+    assert "step time        20.000 ms (simulated, an estimate); found by heft" in text
+    assert "single device    50.000 ms (2.50x slower)" in text
+    assert "best heuristic   heft 25.000 ms" in text
+    assert text.splitlines()[-1] == "wrote            /x/placed.pb"
+
+
+def test_text_without_a_zero_shot_or_a_fitting_heuristic():
+    text = render(summary(zero_shot_step_time_s=None, best_heuristic=BestHeuristic(None, None)),
+                  None, False)
+    assert "zero-shot        -" in text
+    assert "best heuristic   none fits -" in text
+    assert text.splitlines()[-1] == "wrote            nothing"
