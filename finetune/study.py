@@ -20,7 +20,8 @@ the K40 kind). Per case and seed (3 seeds), at equal sample budgets:
   heuristic's placement with 2400 samples;
 * ``lower bound``: the simulator's bound (critical path, total work / devices).
 
-Baseline runs are cached in ``<out>/cache/`` (they do not depend on the checkpoint).
+The rows that do not depend on the checkpoint (local search, the untrained network) are cached
+in ``<out>/cache/``: delete it after a change to the placers or the network's code.
 ``--mode zero-shot`` runs the no-sample rows only; ``--mode baselines`` fills the cache;
 ``--from-csv`` makes the tables from earlier runs' CSVs (e.g. shards run in parallel).
 Writes tables_<split>.md, results_<split>.csv and ratios_<split>.png; finetune/run.sh
@@ -61,45 +62,51 @@ def build_case(entry, cluster_name):
     return problem, m, heur, lower_bound(problem).bound_s
 
 
-def baselines(problem, m, heur, seed: int, cache: Path) -> dict[str, float]:
-    """Hill climbing and annealing from the best heuristic, 2400 samples (cached)."""
-    if cache.exists():
-        done = json.loads(cache.read_text())
-        if str(seed) in done:
-            return done[str(seed)]
+def cached(cache: Path, key: str, compute) -> dict[str, float]:
+    """``compute()``'s rows, stored under ``key`` in the case's cache file."""
+    done = json.loads(cache.read_text()) if cache.exists() else {}
+    if key not in done:
+        from gplace.io import atomic_write_text
+        done[key] = compute()
+        atomic_write_text(cache, json.dumps(done, indent=1))
+    return done[key]
+
+
+def baselines(problem, m, heur, seed: int) -> dict[str, float]:
+    """Hill climbing and annealing from the best heuristic, 2400 samples."""
     from gplace.placers import get_placer
     seeds = [r.placement for r in heur.values() if r.feasible]
-    out = {f"{name} 2400 +h": get_placer(name, seed=seed).place(
+    return {f"{name} 2400 +h": get_placer(name, seed=seed).place(
         problem, m, BASELINE_BUDGET, seeds=seeds).step_time_s for name in ("hill", "anneal")}
-    done = json.loads(cache.read_text()) if cache.exists() else {}
-    done[str(seed)] = out
-    from gplace.io import atomic_write_text
-    atomic_write_text(cache, json.dumps(done, indent=1))
-    return out
 
 
-def gnn_runs(problem, m, heur, policy, seed: int) -> dict[str, float]:
-    """The policy's rows for one seed, pretrained and freshly initialized."""
-    import torch
-    from gplace.gnn.learn import ProblemState, sample
+def gnn_runs(problem, m, heur, net, seed: int, tag: str = "") -> dict[str, float]:
+    """One network's fine-tuning rows for one seed (``tag`` "untrained ": a fresh one)."""
     from gplace.gnn.placer import GNNPlacer
-    from gplace.gnn.policy import GNNPolicy
-    torch.manual_seed(seed)
-    fresh = GNNPolicy(**policy.kwargs)
     seeds = [r.placement for r in heur.values()]
     rows = {}
-    for tag, net in (("", policy), ("untrained ", fresh)):
-        g = GNNPlacer(seed=seed, policy=net)
-        with_h = g.place(problem, m, 300, seeds=seeds)
-        curve = np.minimum(with_h.history.best_so_far(), with_h.info["start_step_time_s"])
-        rows[f"{tag}ft 100 +h"], rows[f"{tag}ft 300 +h"] = float(curve[99]), float(curve[-1])
-        alone = g.place(problem, m, 100)
-        rows[f"{tag}zero-shot"] = alone.info["zero_shot_step_time_s"]
-        rows[f"{tag}ft 100"] = float(min(alone.step_time_s, rows[f"{tag}zero-shot"]))
-    state = ProblemState(problem, m)
-    b = sample(policy, state, 16, seed)
-    rows["best of 16"] = float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
+    g = GNNPlacer(seed=seed, policy=net)
+    with_h = g.place(problem, m, 300, seeds=seeds)
+    curve = np.minimum(with_h.history.best_so_far(), with_h.info["start_step_time_s"])
+    rows[f"{tag}ft 100 +h"], rows[f"{tag}ft 300 +h"] = float(curve[99]), float(curve[-1])
+    alone = g.place(problem, m, 100)
+    rows[f"{tag}zero-shot"] = alone.info["zero_shot_step_time_s"]
+    rows[f"{tag}ft 100"] = float(min(alone.step_time_s, rows[f"{tag}zero-shot"]))
     return rows
+
+
+def fresh_network(policy, seed: int):
+    """The ablation's network: the pretrained one's architecture, freshly initialized."""
+    import torch
+    from gplace.gnn.policy import GNNPolicy
+    torch.manual_seed(seed)
+    return GNNPolicy(**policy.kwargs)
+
+
+def best_of_16(problem, m, policy, seed: int) -> float:
+    from gplace.gnn.learn import ProblemState, sample
+    b = sample(policy, ProblemState(problem, m), 16, seed)
+    return float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
 
 
 COLUMNS = ("zero-shot", "best of 16", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
@@ -110,24 +117,19 @@ COLUMNS = ("zero-shot", "best of 16", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
 def zero_shot_runs(problem, m, policy, seed: int) -> dict[str, float]:
     """Zero-shot rows only: the pretrained and the freshly initialized network, no samples,
     and the best of 16 policy samples."""
-    import torch
-    from gplace.gnn.learn import ProblemState, greedy, sample
-    from gplace.gnn.policy import GNNPolicy
-    torch.manual_seed(seed)
-    fresh = GNNPolicy(**policy.kwargs)
+    from gplace.gnn.learn import ProblemState, greedy
     state = ProblemState(problem, m)
     rows = {}
-    for tag, net in (("", policy), ("untrained ", fresh)):
+    for tag, net in (("", policy), ("untrained ", fresh_network(policy, seed))):
         r = m.measure(greedy(net, state)[None])
         rows[f"{tag}zero-shot"] = float(r.step_time_s[0]) if r.feasible[0] else np.inf
-    b = sample(policy, state, 16, seed)
-    rows["best of 16"] = float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
+    rows["best of 16"] = best_of_16(problem, m, policy, seed)
     return rows
 
 
 def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict]:
     from gplace.gnn.placer import load_policy
-    policy = None if mode == "baselines" else load_policy(checkpoint)[0]
+    policy = load_policy(checkpoint)[0]
     records = []
     for entry in entries:
         for cluster in CLUSTERS:
@@ -146,9 +148,13 @@ def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict
                     rec.update(zero_shot_runs(problem, m, policy, seed))
                     records.append(rec)
                     break
-                rec.update(baselines(problem, m, heur, seed, cache))
+                # rows that do not depend on the checkpoint are cached
+                rec.update(cached(cache, str(seed), lambda: baselines(problem, m, heur, seed)))
+                rec.update(cached(cache, f"untrained-{seed}", lambda: gnn_runs(
+                    problem, m, heur, fresh_network(policy, seed), seed, "untrained ")))
                 if mode == "all":
                     rec.update(gnn_runs(problem, m, heur, policy, seed))
+                    rec["best of 16"] = best_of_16(problem, m, policy, seed)
                 records.append(rec)
             print(f"study: {entry.name} on {cluster}: best heuristic {best_h} "
                   f"{feasible[best_h] * 1e3:.2f} ms; " + ", ".join(

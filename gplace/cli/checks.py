@@ -143,3 +143,4 @@ def pretrain_args(args) -> None:
     output_dir(log_dir, "--log-dir")
     if args.resume:
         resume_checkpoint(log_dir / "checkpoints" / "last.ckpt")
+    policy_checkpoint(args.expert_from)

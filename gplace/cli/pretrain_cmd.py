@@ -33,6 +33,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="samples of the expert search per training problem, whose result joins "
                         "its elite set (expert iteration; cached beside the corpus; default: "
                         f"{c.expert_budget}, none)")
+    p.add_argument("--expert-from", default=None, metavar="CKPT",
+                   help="start each expert search from this policy checkpoint (the next round "
+                        "of expert iteration; default: an untrained network)")
     p.add_argument("--ce-weight", type=float, default=c.learn.ce_weight,
                    help=f"weight of the elite cross-entropy (default: {c.learn.ce_weight})")
     p.add_argument("--elite-size", type=int, default=c.learn.elite_size,
@@ -75,12 +78,16 @@ def run(args) -> int:
     if args.samples == 0 and (args.ce_weight == 0 or args.expert_budget == 0):
         raise ConfigError("--samples 0 (imitation only) needs --expert-budget > 0 and "
                           "--ce-weight > 0: there would be nothing to learn from")
+    if args.expert_from is not None:
+        from gplace.gnn.policy import GNNPolicy
+        GNNPolicy.load(args.expert_from)  # its fields, before any work (ConfigError if bad)
     base = PretrainConfig()
     cfg = PretrainConfig(corpus=args.corpus, clusters=tuple(args.clusters),
                          random_clusters=args.random_clusters,
                          problems_per_step=args.problems_per_step, max_steps=args.max_steps,
                          val_every=args.val_every, seed=args.seed,
                          expert_budget=args.expert_budget, ema_decay=args.ema_decay,
+                         expert_from=args.expert_from,
                          learn=replace(base.learn, samples=args.samples, lr=args.lr,
                                        w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
                                        ppo_epochs=args.ppo_epochs,

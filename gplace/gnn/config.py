@@ -36,6 +36,9 @@ class PretrainConfig:
     threads: int = 1               # torch intra-op threads; more were slower on 2 busy cores
     expert_budget: int = 0         # > 0: each training problem's elite set also holds an expert
                                    # placement from a search of this many samples (experts.py)
+    expert_from: str | None = None # the expert search starts from this policy checkpoint
+                                   # (None: the untrained network), the next round of
+                                   # expert iteration
     ema_decay: float = 0.0         # > 0: validate and ship an exponential moving average of
                                    # the weights (per training step); the greedy placement
                                    # swings with every step's weights, their average less

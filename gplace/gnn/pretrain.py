@@ -32,7 +32,7 @@ from torch.utils.data import DataLoader
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
 from gplace.gnn.config import PretrainConfig
-from gplace.gnn.experts import EXPERT_VERSION, cached_expert, search_expert
+from gplace.gnn.experts import EXPERT_VERSION, cached_expert, search_expert, start_tag
 from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
@@ -61,7 +61,7 @@ def cluster_of(spec: str | int) -> Cluster:
 
 
 def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_budget: int = 0,
-                expert_seed: int = 0) -> ProblemState:
+                expert_seed: int = 0, expert_from: str | None = None) -> ProblemState:
     """A full-granularity problem whose elite set starts with the heuristics' placements
     (cached beside the corpus: they are deterministic, and m-ETF takes seconds on big graphs)
     and, with ``expert_budget``, an expert placement (gplace.gnn.experts, cached too). The
@@ -86,9 +86,10 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
             pass  # a read-only corpus still works, only slower
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
     if expert_budget > 0:
-        name = f"{entry.name}-{key}-v{EXPERT_VERSION}-b{expert_budget}-s{expert_seed}.npy"
+        name = (f"{entry.name}-{key}-v{EXPERT_VERSION}-b{expert_budget}-s{expert_seed}"
+                + ("" if expert_from is None else f"-{start_tag(expert_from)}") + ".npy")
         expert = cached_expert(cache.parent.parent / "experts" / name, lambda: search_expert(
-            problem, measurer, seeds, expert_budget, expert_seed))
+            problem, measurer, seeds, expert_budget, expert_seed, start=expert_from))
         m = measurer.measure(expert[None])
         state.offer(expert[None], m.step_time_s, m.feasible)
     return state
@@ -114,7 +115,7 @@ class ProblemPool:
         if i not in self.states:
             entry, c = self.specs[i]
             st = build_state(entry, cluster_of(c), self.cfg.learn.elite_size,
-                             self.expert_budget, self.cfg.seed)
+                             self.expert_budget, self.cfg.seed, self.cfg.expert_from)
             for t, p in self.saved_elites.pop(self.names[i], []):
                 st.offer(np.asarray(p, np.int64)[None], np.array([t]), np.array([True]))
             self.states[i] = st
