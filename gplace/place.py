@@ -124,8 +124,8 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model_for(model))
-    measurer = _measurer(problem, measure, model, allow_unsafe)
-    try:
+    # The measurer closes on any exit (real measurement: its TF server processes stop).
+    with _measurer(problem, measure, model, allow_unsafe) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         bar = _progress_bar(finetune) if progress and finetune else None
         tuned = placer.place(problem, measurer, finetune,
@@ -136,11 +136,6 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
         if not tuned.feasible and not best_h.feasible:
             raise GplaceError(_shortfall_message(problem, measurer, heuristics))
-    finally:
-        if hasattr(measurer, "close"):
-            measurer.close()  # stops the TF server processes of real measurement
-        elif hasattr(measurer, "__exit__"):
-            measurer.__exit__(None, None, None)
     summary = _summary(graph, problem, tuned, heuristics, why, measure, start,
                        _chosen(tuned, best_h, heuristics))
     return PlacementResult(graph, problem, tuned.placement, tuned.step_time_s, summary, tuned,

@@ -86,6 +86,7 @@ def test_headline_states_the_result_and_who_found_it(page):
     assert "1.50x as fast as the single fastest device (7.500 ms)" in lead
     assert "1.20x as fast as the best heuristic, heft (6.000 ms)" in lead
     assert "Found by <b>gnn (fine-tuned)</b>, with 3 fine-tuning samples" in lead
+    assert "No placement can beat the lower bound of 4.000 ms" in page
 
 
 def test_page_has_every_section_in_order(page):
@@ -106,7 +107,7 @@ def test_comparison_table_ranks_every_placer_and_marks_the_chosen_one(page):
     assert [(r[0], r[1]) for r in rows] == [
         ("gnn (fine-tuned) (chosen)", "5.000 ms"), ("gnn (zero-shot)", "5.500 ms"),
         ("heft", "6.000 ms"), ("single", "7.500 ms"), ("lower bound", "4.000 ms")]
-    assert rows[2][2] == "1.20x the time"
+    assert rows[0][2] == "1.00x the time" and rows[2][2] == "1.20x the time"
     assert page.count("class=chosen") == 1
 
 
@@ -132,10 +133,13 @@ def test_how_to_run_names_the_devices_and_the_fetches(page):
     assert "allow_soft_placement=False" in run
 
 
-def test_measured_step_times_say_the_device_figures_are_simulated(result, sim):
+def test_measured_step_times_say_what_is_simulated(result, sim):
     real = replace(result, summary=replace(result.summary, measure="real",
                                            step_times="measured on hardware"))
-    assert "these per-device figures are the cost model's" in report_html(real, sim, [])
+    page = report_html(real, sim, [])
+    assert "these per-device figures are the cost model's" in page
+    assert "bounds simulated step times, not measured ones" in page
+    assert "No placement can beat" not in page
 
 
 def test_placement_record_leaves_out_the_wall_time(result):
