@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Rebuilds finetune/RESULTS.md (issue 12's study) from a fresh clone after scripts/setup.sh.
-# Every step time is simulated (estimates). About 75 minutes on the 2-core development machine
-# (the page was made with the fine-tuning step split in two parallel processes, 32 minutes).
+# Every step time is simulated (estimates). About 40 minutes on the 2-core development machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 CKPT=${CKPT:-gplace/checkpoints/policy.pt}
-FT_GRAPHS="nmt_2l nmt_4l transformer_2l_d256 inception_v3_b8_96"
 # Zero-shot (no samples) on every test and validation graph x post-4gpu, hetero, hdp-8gpu.
 $PY -m finetune.study --mode zero-shot --split test --checkpoint "$CKPT" --out finetune
 $PY -m finetune.study --mode zero-shot --split validation --checkpoint "$CKPT" --out finetune
-# Fine-tuning, the ablation and the local-search baselines on four test graphs (3 families), 3 seeds.
-$PY -m finetune.study --mode all --split test --graphs $FT_GRAPHS --seeds 3 --checkpoint "$CKPT" --out finetune
+# Fine-tuning, the ablation and the local-search baselines on four test graphs (3 families), 3 seeds,
+# in two parallel shards (InceptionV3 alone is about half the work) sharing the baseline cache.
+mkdir -p finetune/shards/a finetune/shards/b finetune/cache
+ln -sfn ../../cache finetune/shards/a/cache
+ln -sfn ../../cache finetune/shards/b/cache
+$PY -m finetune.study --mode all --split test --graphs inception_v3_b8_96 --seeds 3 \
+    --checkpoint "$CKPT" --out finetune/shards/a &
+A=$!
+$PY -m finetune.study --mode all --split test --graphs nmt_2l nmt_4l transformer_2l_d256 --seeds 3 \
+    --checkpoint "$CKPT" --out finetune/shards/b
+wait $A
+$PY -m finetune.study --split test --out finetune \
+    --from-csv finetune/shards/a/results_test.csv finetune/shards/b/results_test.csv
+rm -rf finetune/shards
 {
   cat finetune/RESULTS.head.md
   echo; echo "## Zero-shot, test split (tables_test-zero-shot.md)"; echo

@@ -1,7 +1,7 @@
 """Builds the expert placements of every training problem before pretraining, in parallel
 processes (pretraining would otherwise build each on the problem's first use, one at a time).
 
-    .venv/bin/python -m pretrain.experts --budget 300 --jobs 2 [--problems N]
+    .venv/bin/python -m pretrain.experts --budget 300 --jobs 2 [--problems N] [--expert-from CKPT]
 
 Takes the same corpus, clusters and seed as `gplace pretrain`'s defaults; the experts land in
 the corpus' cache (datasets/.gplace-cache/experts), where `gplace pretrain --expert-budget`
@@ -37,8 +37,11 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--problems", type=int, default=None, help="only the first N problems")
     ap.add_argument("--corpus", default=PretrainConfig.corpus)
+    ap.add_argument("--expert-from", default=None, metavar="CKPT",
+                    help="start the searches from this policy (the next round)")
     args = ap.parse_args(argv)
-    cfg = replace(PretrainConfig(), corpus=args.corpus, expert_budget=args.budget)
+    cfg = replace(PretrainConfig(), corpus=args.corpus, expert_budget=args.budget,
+                  expert_from=args.expert_from)
     from gplace.gnn.pretrain import ProblemPool
     n = len(ProblemPool(cfg, "train"))
     todo = range(n if args.problems is None else min(n, args.problems))

@@ -86,12 +86,19 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
             pass  # a read-only corpus still works, only slower
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
     if expert_budget > 0:
-        name = (f"{entry.name}-{key}-v{EXPERT_VERSION}-b{expert_budget}-s{expert_seed}"
+        folder = cache.parent.parent / "experts"
+        stem = f"{entry.name}-{key}-v{EXPERT_VERSION}-"
+        name = (f"{stem}b{expert_budget}-s{expert_seed}"
                 + ("" if expert_from is None else f"-{start_tag(expert_from)}") + ".npy")
-        expert = cached_expert(cache.parent.parent / "experts" / name, lambda: search_expert(
-            problem, measurer, seeds, expert_budget, expert_seed, start=expert_from))
-        m = measurer.measure(expert[None])
-        state.offer(expert[None], m.step_time_s, m.feasible)
+        # earlier rounds' experts of this problem (other budgets or starting networks) seed
+        # the search and join the elites: a round never loses what the last one found
+        earlier = [np.load(f) for f in sorted(folder.glob(f"{stem}*-s{expert_seed}*.npy"))
+                   if f.name != name]
+        expert = cached_expert(folder / name, lambda: search_expert(
+            problem, measurer, seeds + earlier, expert_budget, expert_seed, start=expert_from))
+        found = np.stack([expert, *earlier])
+        m = measurer.measure(found)
+        state.offer(found, m.step_time_s, m.feasible)
     return state
 
 
