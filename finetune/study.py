@@ -44,6 +44,16 @@ CLUSTERS = {"post-4gpu": "seen", "hetero": "seen", "hdp-8gpu": "unseen"}
 BASELINE_BUDGET = 2400
 
 
+def _finetune_tag() -> str:
+    """Names the fine-tuning settings in the cache: the untrained rows depend on them."""
+    import hashlib
+    from gplace.gnn.config import FinetuneConfig
+    return hashlib.sha1(repr(FinetuneConfig()).encode()).hexdigest()[:8]
+
+
+FINETUNE_TAG = _finetune_tag()
+
+
 def build_case(entry, cluster_name):
     from gplace.cluster import load_cluster
     from gplace.cost import CostModel
@@ -150,7 +160,7 @@ def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict
                     break
                 # rows that do not depend on the checkpoint are cached
                 rec.update(cached(cache, str(seed), lambda: baselines(problem, m, heur, seed)))
-                rec.update(cached(cache, f"untrained-{seed}", lambda: gnn_runs(
+                rec.update(cached(cache, f"untrained-{seed}-{FINETUNE_TAG}", lambda: gnn_runs(
                     problem, m, heur, fresh_network(policy, seed), seed, "untrained ")))
                 if mode == "all":
                     rec.update(gnn_runs(problem, m, heur, policy, seed))

@@ -4,7 +4,8 @@
 
 Prints the validation rows (zero-shot / best heuristic, geometric mean over the validation
 problems, and the share at or below 1) and plots them with the training signal (best of the
-step's samples / best heuristic, smoothed over 20 steps).
+step's samples / best heuristic, smoothed over 20 steps; for a run without samples, the
+imitation loss).
 """
 
 from __future__ import annotations
@@ -28,7 +29,13 @@ def read(path: Path) -> tuple[list[tuple[int, float, float]], list[tuple[int, fl
     return val, train
 
 
-def plot(val, train, out: Path, untrained: float | None = None) -> None:
+def read_loss(path: Path) -> list[tuple[int, float]]:
+    """(step, training loss): the signal of an imitation-only run (no samples to plot)."""
+    return [(int(r["step"]) + 1, float(r["train/loss"])) for r in csv.DictReader(path.open())
+            if r.get("train/loss")]
+
+
+def plot(val, train, out: Path, untrained: float | None = None, loss=()) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -39,6 +46,14 @@ def plot(val, train, out: Path, untrained: float | None = None) -> None:
         smooth = np.exp(np.convolve(np.log(r), np.ones(k) / k, mode="valid"))
         ax.plot(steps[k - 1:], smooth, lw=1, color="0.6",
                 label="train: best of the step's samples (20-step geomean)")
+    if loss and not train:
+        steps, l = np.array(loss).T
+        k = min(50, len(l))
+        twin = ax.twinx()
+        twin.plot(steps[k - 1:], np.convolve(l, np.ones(k) / k, mode="valid"), lw=1,
+                  color="0.6")
+        twin.set_ylabel("training loss: elite cross-entropy (50-step mean)", color="0.4",
+                        fontsize=8)
     if val:
         steps, g, _ = np.array(val).T
         ax.plot(steps, g, "o-", label="validation: zero-shot (geomean)")
@@ -66,7 +81,7 @@ def main(argv=None) -> int:
     print("|---|---|---|")
     for step, g, share in val:
         print(f"| {step} | {g:.3f} | {share:.0%} |")
-    plot(val, train, args.out, args.untrained)
+    plot(val, train, args.out, args.untrained, read_loss(args.metrics))
     print(f"wrote {args.out}", file=sys.stderr)
     return 0
 

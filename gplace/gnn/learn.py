@@ -120,12 +120,21 @@ def greedy(policy: GNNPolicy, state: ProblemState) -> np.ndarray:
     return rollout(state.sched, s, w, GREEDY).placements[0]
 
 
+def tempered(scores: Scores, temperature: float) -> Scores:
+    """The scores of the policy whose logits are divided by ``temperature`` (logits are linear
+    in s and w, so scaling both scales every decision's logits; the greedy rollout is
+    unchanged)."""
+    if temperature == 1.0:
+        return scores
+    return Scores(scores.s / temperature, scores.w / temperature)
+
+
 def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
-           measure=None) -> Batch:
+           measure=None, temperature: float = 1.0) -> Batch:
     """Rolls out ``count`` placements and measures them (``measure`` defaults to the state's
     measurer; fine-tuning passes its Tracker's to count the budget)."""
     with torch.no_grad():
-        scores = policy(state.features)
+        scores = tempered(policy(state.features), temperature)
         ro = rollout(state.sched, *scores.numpy(), SAMPLE, count=count, seed=seed)
         old_logp, _ = decision_logp(scores, ro)
     m = (measure or state.measurer.measure)(ro.placements)
@@ -156,7 +165,7 @@ def elite_loss(scores: Scores, state: ProblemState) -> torch.Tensor:
 def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
          cfg: LearnConfig) -> torch.Tensor:
     """The weighted-sum form of Post's objective on one problem (PPO term only with a batch)."""
-    scores = policy(state.features)
+    scores = tempered(policy(state.features), cfg.temperature)
     total = cfg.ce_weight * elite_loss(scores, state) if cfg.ce_weight else scores.s.sum() * 0.0
     if batch is not None and len(batch.rewards):
         logp, all_logp = decision_logp(scores, batch.ro)

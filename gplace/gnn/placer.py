@@ -27,7 +27,7 @@ import torch
 
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
-from gplace.gnn.learn import ProblemState, decision_logp, greedy, loss, sample
+from gplace.gnn.learn import ProblemState, decision_logp, greedy, loss, sample, tempered
 from gplace.gnn.policy import GNNPolicy
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
@@ -75,7 +75,7 @@ class GNNPlacer:
             batch = None
             if n - n_local > 0:
                 batch = sample(policy, state, n - n_local, self.seed * 100_003 + rounds,
-                               tracker.evaluate)
+                               tracker.evaluate, cfg.temperature)
             if n_local and tracker.left > 0:
                 self._local_moves(policy, state, tracker, n_local, rng)
             for _ in range(cfg.ppo_epochs):
@@ -96,7 +96,8 @@ class GNNPlacer:
         """``count`` independent moves of the best placement (see the module docstring)."""
         best = state.elites[0]
         with torch.no_grad():
-            _, logp = decision_logp(policy(state.features), best.rollout)
+            scores = tempered(policy(state.features), self.config.learn.temperature)
+            _, logp = decision_logp(scores, best.rollout)
         probs = logp[0].exp().numpy()                                          # (U, D)
         mix = self.config.policy_mix
         q = mix * probs + (1 - mix) / probs.shape[1]
