@@ -14,8 +14,6 @@ database idea: measured tables and analytic estimates behind one interface, save
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import os
 from dataclasses import asdict, dataclass, field
@@ -27,7 +25,7 @@ import numpy as np
 from gplace.cluster import Cluster, Device
 from gplace.errors import ConfigError
 from gplace.graph import OpGraph
-from gplace.io import atomic_write_bytes
+from gplace.io import read_gzip_json, write_gzip_json
 from gplace.profile import CostProfile
 
 FORMAT_VERSION = 1
@@ -161,16 +159,11 @@ class CostModel:
         record = {"format_version": FORMAT_VERSION, "config": asdict(self.config),
                   "fitted": self.fitted, "profiles": [_profile_record(p) for p in
                                                       self.profiles.values()]}
-        atomic_write_bytes(path, gzip.compress(json.dumps(record).encode(), mtime=0))
+        write_gzip_json(path, record)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CostModel:
-        try:
-            record = json.loads(gzip.decompress(open(path, "rb").read()))
-        except (OSError, ValueError, EOFError) as e:
-            raise ConfigError(f"{path}: not a gplace cost model ({e})") from None
-        if record.get("format_version") != FORMAT_VERSION:
-            raise ConfigError(f"{path}: cost model format is not version {FORMAT_VERSION}")
+        record = read_gzip_json(path, "cost model", FORMAT_VERSION)
         try:
             config = CostModelConfig(**record["config"])
             profiles = [CostProfile(

@@ -64,3 +64,26 @@ def read_checkpoint(path: str | os.PathLike, what: str = "checkpoint"):
     except Exception as e:  # noqa: BLE001 - any failure to parse untrusted bytes is "corrupt"
         detail = " ".join(str(e).split())[:120] or type(e).__name__
         raise ConfigError(f"{path}: the {what} is corrupt ({detail})") from None
+
+
+def write_gzip_json(path: str | os.PathLike, record: dict) -> None:
+    """``record`` as gzip-compressed JSON, atomically, byte-reproducible (no gzip timestamp)."""
+    import gzip
+    import json
+    atomic_write_bytes(path, gzip.compress(json.dumps(record).encode(), mtime=0))
+
+
+def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
+    """The record written by :func:`write_gzip_json`, checked for ``format_version``
+    ``version`` (removed from the record); one-line ConfigError naming ``what`` otherwise."""
+    import gzip
+    import json
+
+    from gplace.errors import ConfigError
+    try:
+        record = json.loads(gzip.decompress(open(path, "rb").read()))
+    except (OSError, ValueError, EOFError) as e:
+        raise ConfigError(f"{path}: not a gplace {what} ({e})") from None
+    if not isinstance(record, dict) or record.pop("format_version", None) != version:
+        raise ConfigError(f"{path}: {what} format is not version {version}")
+    return record

@@ -8,8 +8,6 @@ diffs, compresses well (about 10x) and never needs unpickling.
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -17,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from gplace.errors import ConfigError
-from gplace.io import atomic_write_bytes
+from gplace.io import read_gzip_json, write_gzip_json
 
 FORMAT_VERSION = 1
 
@@ -53,16 +51,11 @@ class CostProfile:
         for key in ("op_names", "op_time_s", "op_output_bytes", "op_temp_bytes"):
             record[key] = getattr(self, key).tolist()
         record["format_version"] = FORMAT_VERSION
-        atomic_write_bytes(path, gzip.compress(json.dumps(record).encode(), mtime=0))
+        write_gzip_json(path, record)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CostProfile:
-        try:
-            record = json.loads(gzip.decompress(open(path, "rb").read()))
-        except (OSError, ValueError, EOFError) as e:
-            raise ConfigError(f"{path}: not a gplace profile ({e})") from None
-        if record.pop("format_version", None) != FORMAT_VERSION:
-            raise ConfigError(f"{path}: profile format is not version {FORMAT_VERSION}")
+        record = read_gzip_json(path, "profile", FORMAT_VERSION)
         try:
             return cls(
                 graph=record["graph"], device_kind=record["device_kind"],

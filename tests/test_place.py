@@ -3,7 +3,6 @@
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +11,7 @@ import torch
 
 from gplace.errors import GplaceError
 from gplace.gnn.policy import GNNPolicy
+from tests.tf_run import run_orig_and_placed
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb"
 
@@ -86,29 +86,6 @@ def test_cli_exports_everything(checkpoint, tmp_path):
     assert json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
 
 
-RUN_BOTH = textwrap.dedent("""
-    import json, sys
-    import tensorflow as tf
-    cpus = tf.config.list_physical_devices("CPU")
-    tf.config.set_logical_device_configuration(cpus[0], [tf.config.LogicalDeviceConfiguration()] * 2)
-    out = {}
-    for name in ("orig", "placed"):
-        gd = tf.compat.v1.GraphDef()
-        gd.ParseFromString(open(sys.argv[1] + f"/{name}.pb", "rb").read())
-        g = tf.Graph()
-        with g.as_default():
-            tf.graph_util.import_graph_def(gd, name="")
-        with tf.compat.v1.Session(graph=g) as s:
-            s.run("init")
-            meta = tf.compat.v1.RunMetadata()
-            loss = s.run("loss:0", options=tf.compat.v1.RunOptions(
-                trace_level=tf.compat.v1.RunOptions.FULL_TRACE), run_metadata=meta)
-        ran = {n.node_name: d.device for d in meta.step_stats.dev_stats for n in d.node_stats}
-        out[name] = {"loss": float(loss), "ran": ran}
-    print(json.dumps(out))
-""")
-
-
 def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_path, two_cpu_cluster):
     """The exported graph runs in TF on two logical CPU devices, gives the original's loss,
     and its ops ran where the placement put them."""
@@ -135,10 +112,7 @@ def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_pat
     r = replace(r, unit_placement=np.arange(r.problem.num_units) % 2)
     r.export(tmp_path / "out")
     (tmp_path / "placed.pb").write_bytes((tmp_path / "out" / "placed.pb").read_bytes())
-    proc = subprocess.run([sys.executable, "-c", RUN_BOTH, str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    out = run_orig_and_placed(tmp_path, "loss:0", init="init")
     assert out["placed"]["loss"] == pytest.approx(out["orig"]["loss"], rel=1e-6)
     want = r.op_devices
     ran = out["placed"]["ran"]

@@ -93,21 +93,31 @@ def _candidates(prefer_meta: bool):
     return kinds[1:2] + kinds[:1] + kinds[2:] if prefer_meta else kinds
 
 
-def _parse_binary(path: Path, data: bytes, prefer_meta: bool = False):
+def _first_graph(path: Path, parse, errors, prefer_meta: bool = False):
+    """(graph_def, kind) of the first message kind that ``parse(proto)`` fills with ops;
+    (None, the first parse error) if none does."""
     first_error = None
     for cls, kind in _candidates(prefer_meta):
         proto = cls()
         try:
-            proto.ParseFromString(data)
-        except (message.DecodeError, RuntimeError, ValueError) as e:
+            parse(proto)
+        except errors as e:
             first_error = first_error or e
             continue
         graph_def = _unwrap(proto, path)
         if _looks_like_graph(graph_def):
-            return graph_def, kind
-    if first_error is not None:
+            return (graph_def, kind), None
+    return None, first_error
+
+
+def _parse_binary(path: Path, data: bytes, prefer_meta: bool = False):
+    found, error = _first_graph(path, lambda proto: proto.ParseFromString(data),
+                                (message.DecodeError, RuntimeError, ValueError), prefer_meta)
+    if found:
+        return found
+    if error is not None:
         raise GraphError(f"{path}: truncated or corrupt protobuf, not a readable GraphDef "
-                         f"({_one_line(first_error)})")
+                         f"({_one_line(error)})")
     raise GraphError(f"{path}: not a TensorFlow GraphDef, MetaGraphDef or SavedModel "
                      "(no ops found)")
 
@@ -117,19 +127,12 @@ def _parse_text(path: Path, data: bytes):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise GraphError(f"{path}: not a text protobuf (the file is not UTF-8 text)") from None
-    first_error = None
-    for cls, kind in _candidates(prefer_meta=False):
-        proto = cls()
-        try:
-            text_format.Parse(text, proto)
-        except text_format.ParseError as e:
-            first_error = first_error or e
-            continue
-        graph_def = _unwrap(proto, path)
-        if _looks_like_graph(graph_def):
-            return graph_def, kind
-    if first_error is not None:
-        raise GraphError(f"{path}: syntax error in text GraphDef: {_one_line(first_error)}")
+    found, error = _first_graph(path, lambda proto: text_format.Parse(text, proto),
+                                text_format.ParseError)
+    if found:
+        return found
+    if error is not None:
+        raise GraphError(f"{path}: syntax error in text GraphDef: {_one_line(error)}")
     raise GraphError(f"{path}: the text GraphDef holds no ops")
 
 
