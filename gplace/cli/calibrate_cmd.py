@@ -59,23 +59,38 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     return p
 
 
+def clone_root(start: Path | None = None) -> Path | None:
+    """The gplace clone that holds ``start`` (default: the current directory): the nearest
+    folder with datasets/registry.py. The installed package never assumes it lives in one."""
+    here = (start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "datasets" / "registry.py").is_file():
+            return folder
+    return None
+
+
 def resolve_graph(name: str, out: Path) -> tuple[str, Path, str]:
     """(name, path, family) of a corpus name or a path, the fields of
     gplace.calibrate.GraphSource; builds a missing corpus graph into out/graphs."""
-    root = Path(__file__).resolve().parents[2]
     path = Path(name)
     if path.suffix in (".pb", ".pbtxt"):  # a path: no need for the registry (seconds to import)
         if not path.is_file():
             raise ConfigError(f"graph file {name} does not exist")
         return (path.name.split(".")[0], path, "")
-    try:
-        sys.path.append(str(root))
-        from datasets.registry import GRAPHS
-    except ImportError:
-        GRAPHS = {}
+    root = clone_root()
+    GRAPHS = {}
+    if root is not None:
+        try:
+            sys.path.append(str(root))
+            from datasets.registry import GRAPHS
+        except ImportError:
+            pass
     family = GRAPHS[name].family if name in GRAPHS else ""
     if path.is_file():
         return (path.name.split(".")[0], path, family)
+    if root is None:
+        raise ConfigError(f"graph {name!r}: not a file, and corpus names need a gplace clone "
+                          "(run gplace calibrate inside one, or pass a .pb path)")
     for candidate in (root / "datasets" / "corpus" / f"{name}.pb", out / "graphs" / f"{name}.pb"):
         if candidate.is_file():
             return (name, candidate, family)

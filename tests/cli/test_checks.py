@@ -2,6 +2,8 @@
 one line naming the flag."""
 
 import argparse
+import os
+from pathlib import Path
 
 import pytest
 
@@ -47,3 +49,19 @@ def test_unknown_cluster_lists_the_presets():
 def test_missing_model_names_the_file(tmp_path):
     with pytest.raises(GplaceError, match=r"missing\.pb: no such file"):
         checks.model_path(tmp_path / "missing.pb")
+
+
+def test_calibrate_finds_corpus_names_in_the_clone_around_the_working_directory(tmp_path):
+    from gplace.cli.calibrate_cmd import clone_root, resolve_graph
+    here = Path(__file__).resolve().parents[2]
+    assert clone_root(here / "gplace" / "cli") == here
+    assert clone_root(tmp_path) is None
+    cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)  # outside any clone: a name cannot be resolved, a path can
+        with pytest.raises(ConfigError, match="need a gplace clone"):
+            resolve_graph("quick_mlp", tmp_path)
+        (tmp_path / "g.pb").write_bytes(b"")
+        assert resolve_graph(str(tmp_path / "g.pb"), tmp_path)[0] == "g"
+    finally:
+        os.chdir(cwd)
