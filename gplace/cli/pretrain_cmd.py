@@ -69,12 +69,18 @@ def run(args) -> int:
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly, before TensorBoard imports it with its C++ start-up lines
     from gplace.gnn.pretrain import run_pretrain
-    if (args.max_steps < 1 or args.random_clusters < 0 or args.samples == 1 or args.samples < 0
-            or args.expert_budget < 0 or args.ce_weight < 0 or args.elite_size < 1
-            or args.ppo_epochs < 1 or not 0 <= args.ema_decay < 1):
-        raise ConfigError("--max-steps must be >= 1, --random-clusters >= 0, --samples 0 or >= 2, "
-                          "--expert-budget >= 0, --ce-weight >= 0, --elite-size >= 1, "
-                          "--ppo-epochs >= 1, 0 <= --ema-decay < 1")
+    for bad, rule in ((args.max_steps < 1, "--max-steps must be >= 1"),
+                      (args.random_clusters < 0, "--random-clusters must be >= 0"),
+                      (args.samples == 1 or args.samples < 0, "--samples must be 0 or >= 2"),
+                      (args.expert_budget < 0, "--expert-budget must be >= 0"),
+                      (args.ce_weight < 0, "--ce-weight must be >= 0"),
+                      (args.elite_size < 1, "--elite-size must be >= 1"),
+                      (args.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
+                      (not 0 <= args.ema_decay < 1, "--ema-decay must be in [0, 1)"),
+                      (args.expert_from is not None and args.expert_budget == 0,
+                       "--expert-from needs --expert-budget > 0")):
+        if bad:
+            raise ConfigError(rule)
     if args.samples == 0 and (args.ce_weight == 0 or args.expert_budget == 0):
         raise ConfigError("--samples 0 (imitation only) needs --expert-budget > 0 and "
                           "--ce-weight > 0: there would be nothing to learn from")

@@ -250,6 +250,15 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         "policy junk": Case(["place", str(tiny), "--checkpoint", str(tmp / "junk.pt")],
                             ("not a PyTorch policy checkpoint",)),
         "corpus missing": Case(["pretrain", "--corpus", str(tmp / "nope")], ("no such folder",)),
+        "imitation without experts": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--samples",
+                                           "0", "--out", str(tmp / "i.pt")],
+                                          ("--samples 0", "--expert-budget"), (str(tmp / "i.pt"),)),
+        "experts from junk": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--expert-budget",
+                                   "5", "--expert-from", str(tmp / "junk.pt"), "--out",
+                                   str(tmp / "j.pt")],
+                                  ("not a PyTorch policy checkpoint",), (str(tmp / "j.pt"),)),
+        "ema decay 1": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--ema-decay", "1"],
+                            ("--ema-decay must be in [0, 1)",)),
         # untrusted graphs, refused before any TF process starts
         "untrusted place": Case(["place", str(hostile), "--measure", "real", "--cluster",
                                  "local-procs", "--out", str(tmp / "hostile-out")],
@@ -284,7 +293,8 @@ CASES = [
     "bench out is a file", "trace is a folder", "trace read-only", "save is a folder",
     "disk fills up", "resume without checkpoint", "resume empty", "resume junk", "resume cut",
     "resume pickle", "resume foreign", "resume other model", "policy empty", "policy junk",
-    "corpus missing", "untrusted place", "untrusted calibrate",
+    "corpus missing", "imitation without experts", "experts from junk", "ema decay 1",
+    "untrusted place", "untrusted calibrate",
 ]
 
 
