@@ -53,8 +53,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--allow-unsafe", action="store_true",
                    help="run ops off gplace's list of ops without side effects (files, "
                         "Python, network; see gplace/real/allowlist.py)")
-    p.add_argument("--out", default="calibration", metavar="DIR",
-                   help="where the PNG, JSON and profiles go (default: calibration)")
+    p.add_argument("--out", default="gplace-calibration", metavar="DIR",
+                   help="where the PNG, JSON and profiles go (default: gplace-calibration, so "
+                        "that a run inside a clone leaves the committed calibration/ page alone)")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     return p
 

@@ -65,3 +65,9 @@ def test_calibrate_finds_corpus_names_in_the_clone_around_the_working_directory(
         assert resolve_graph(str(tmp_path / "g.pb"), tmp_path)[0] == "g"
     finally:
         os.chdir(cwd)
+
+
+def test_calibrate_writes_outside_the_committed_page_by_default():
+    from gplace.cli import build_parser
+    args = build_parser().parse_args(["calibrate", "--cluster", "local-procs"])
+    assert Path(args.out).name != "calibration"
