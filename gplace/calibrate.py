@@ -317,7 +317,8 @@ def _repeat_tau(rounds: list[list[tuple[float, ...]]]) -> float:
 
 def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs",
               config: CalibrateConfig = CalibrateConfig(),
-              out_dir: str | Path = "gplace-calibration", tasks=None, log: Callable[[str], None] = lambda s: None) -> CalibrationReport:
+              out_dir: str | Path = "gplace-calibration", tasks=None,
+              log: Callable[[str], None] = lambda s: None) -> CalibrationReport:
     """Measures and simulates every graph's placements; writes the PNG and JSON to out_dir."""
     from gplace.real.links import benchmark
     from gplace.real.measurer import worker_tasks
