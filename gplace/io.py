@@ -87,3 +87,19 @@ def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
     if not isinstance(record, dict) or record.pop("format_version", None) != version:
         raise ConfigError(f"{path}: {what} format is not version {version}")
     return record
+
+
+def cached_array(path: str | os.PathLike, compute: Callable[[], "object"]):
+    """The numpy array at ``path`` (``.npy``), or ``compute()``'s, then written there
+    atomically; an unwritable folder (a read-only corpus) still works, only slower."""
+    import numpy as np
+    try:
+        return np.load(path)
+    except (OSError, ValueError):
+        pass
+    array = np.asarray(compute())
+    try:
+        atomic_write(path, lambda f: np.save(f, array), binary=True)
+    except OSError:
+        pass
+    return array

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-from gplace.io import atomic_write
 from gplace.measure import Measurer
 from gplace.problem import PlacementProblem
 
@@ -49,19 +48,3 @@ def start_tag(start: str | Path | None) -> str:
     if start is None:
         return "prior"
     return hashlib.sha1(Path(start).read_bytes()).hexdigest()[:12]
-
-
-def cached_expert(cache: Path, compute) -> np.ndarray:
-    """Loads the expert at ``cache`` or computes it with ``compute()`` and writes it there
-    (atomically; a read-only corpus still works, only slower)."""
-    try:
-        return np.load(cache)
-    except (OSError, ValueError):
-        pass
-    placement = np.asarray(compute(), np.int64)
-    try:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(cache, lambda f: np.save(f, placement), binary=True)
-    except OSError:
-        pass
-    return placement

@@ -32,12 +32,12 @@ from torch.utils.data import DataLoader
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
 from gplace.gnn.config import PretrainConfig
-from gplace.gnn.experts import EXPERT_VERSION, cached_expert, search_expert, start_tag
 from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
+from gplace.gnn.experts import EXPERT_VERSION, search_expert, start_tag
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
-from gplace.io import atomic_write
+from gplace.io import cached_array
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
@@ -75,15 +75,8 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
     key = hashlib.sha1(repr((cluster, entry.profile is not None, graph.num_ops,
                              graph.num_edges, problem.num_units)).encode()).hexdigest()[:16]
     cache = entry.path.parent / ".gplace-cache" / "seeds" / f"{entry.name}-{key}.npy"
-    try:
-        seeds = list(np.load(cache))
-    except (OSError, ValueError):
-        seeds = [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()]
-        try:
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(cache, lambda f: np.save(f, np.stack(seeds)), binary=True)
-        except OSError:
-            pass  # a read-only corpus still works, only slower
+    seeds = list(cached_array(cache, lambda: np.stack(
+        [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()])))
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
     if expert_budget > 0:
         folder = cache.parent.parent / "experts"
@@ -94,7 +87,7 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
         # the search and join the elites: a round never loses what the last one found
         earlier = [np.load(f) for f in sorted(folder.glob(f"{stem}*-s{expert_seed}*.npy"))
                    if f.name != name]
-        expert = cached_expert(folder / name, lambda: search_expert(
+        expert = cached_array(folder / name, lambda: search_expert(
             problem, measurer, seeds + earlier, expert_budget, expert_seed, start=expert_from))
         found = np.stack([expert, *earlier])
         m = measurer.measure(found)
@@ -312,7 +305,8 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         num_sanity_val_steps=0, log_every_n_steps=1, enable_progress_bar=progress,
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
-        callbacks=_averaging(cfg) + [L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
+        callbacks=_averaging(cfg) + [
+                   L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
                                                        every_n_train_steps=10 * per_batch),
                    L.pytorch.callbacks.ModelCheckpoint(
                        dirpath=ckpt_dir, filename="best-{step}", monitor="val/zero_shot_vs_heuristic",
