@@ -50,6 +50,7 @@ class SimArrays(NamedTuple):
     latency: np.ndarray      # (devices, devices) float64
     num_channels: int
     capacity: np.ndarray     # (devices,) int64
+    eager: np.ndarray        # (channels,) bool: fed by one device of one lane (loop.run_eager)
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -105,4 +106,15 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         lane_ptr=np.concatenate([[0], np.cumsum(lanes)]).astype(np.int32),
         channel=links.channel.astype(np.int32), bandwidth=links.bandwidth,
         latency=links.latency_s, num_channels=links.num_channels,
-        capacity=np.array([d.memory_bytes for d in cluster.devices], np.int64))
+        capacity=np.array([d.memory_bytes for d in cluster.devices], np.int64),
+        eager=_eager_channels(links.channel, lanes, links.num_channels))
+
+
+def _eager_channels(channel: np.ndarray, lanes: np.ndarray, channels: int) -> np.ndarray:
+    """Channels whose transfers all come from one device of one lane: that device's ops end
+    in the order they start, so its transfers come in the order the channel sends them."""
+    eager = np.zeros(channels, np.bool_)
+    for ch in range(channels):
+        sources = np.unique(np.nonzero(channel == ch)[0])
+        eager[ch] = sources.size == 1 and lanes[sources[0]] == 1
+    return eager

@@ -30,10 +30,16 @@ _PARALLEL_MIN_OPS = 20_000  # op-events a batch needs before threads pay for the
 
 
 @njit(cache=True)
-def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs):
-    """Row b of a batch: plans, runs, sweeps memory. Returns whether every op ran."""
-    nx = loop.plan(a, devs, col, b, w, shift)
-    done = loop.run(a, w, shift, busy[b])
+def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager=True):
+    """Row b of a batch: runs (``loop.run_eager`` where it holds, else ``loop.plan`` and
+    ``loop.run``), sweeps memory. Returns whether every op ran."""
+    done = -1
+    if eager:
+        loop.place(a, devs, col, b, w)
+        done, nx = loop.run_eager(a, w, shift, busy[b])
+    if done < 0:
+        nx = loop.plan(a, devs, col, b, w, shift)
+        done = loop.run(a, w, shift, busy[b])
     step[b] = w.end.max() if a.num_ops else 0.0
     m = memory.events(a, w, w.sweep, w.free, step[b])
     memory.peak(w.sweep, m, step[b], w.params, peak[b])
@@ -159,7 +165,8 @@ class FastSimulator:
                                       np.zeros((1, a.num_devices), np.int64),
                                       np.zeros(1, np.bool_), np.zeros(1, np.int64))
         w = self._scratch()
-        assert _one(a, devs, self._col_op, 0, w, self._shift, step, busy, peak, oom, nxs), \
+        assert _one(a, devs, self._col_op, 0, w, self._shift, step, busy, peak, oom, nxs,
+                    False), \
             "some op never ran: the scheduling view of the graph has a cycle"
         start, end = np.zeros(a.num_ops), np.zeros(a.num_ops)
         start[a.op_of_id], end[a.op_of_id] = w.start, w.end

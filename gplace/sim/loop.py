@@ -1,16 +1,20 @@
 """The fast simulator's event loop (the reference's, :mod:`gplace.sim.reference`, over arrays).
 
-Two passes per placement:
+Per placement, ``place`` gathers the devices and op times by op id (:mod:`gplace.sim.arrays`),
+then ``run_eager`` runs the loop. Tasks leave the heap (:mod:`gplace.sim.heap`) in (ready time,
+key) order with the reference's keys: an op's topological rank, or ``ops + output key * devices
++ device`` for a transfer. The heap holds ``key << shift | op or transfer``, so a popped task
+needs no look-up. The ops without inputs (a quarter of a random DAG's) are all ready at 0 and
+come in key order from a list of their own, which keeps the heap small.
 
-* ``plan``: the placement's devices and op times gathered by op id (:mod:`gplace.sim.arrays`),
-  and its transfers listed in one pass over the outputs (one per output and other device that
-  reads it, with its key, channel, duration and latency), so that the loop pushes them without
-  a "sent already?" table of outputs x devices or look-ups through the output;
-* ``run``: the loop. Tasks leave the heap (:mod:`gplace.sim.heap`) in (ready time, key) order
-  with the reference's keys: an op's topological rank, or ``ops + output key * devices +
-  device`` for a transfer. The heap holds ``key << shift | op or transfer``, so a popped task
-  needs no look-up. The ops without inputs (a quarter of a random DAG's) are all ready at 0 and
-  come in key order from a list of their own, which keeps the heap small.
+A transfer is found when its op ends. One on a channel fed by a single device of one lane
+(``SimArrays.eager``: 16 of post-4gpu's 20) skips the heap: that device's ops end in the order
+it runs them, so its transfers reach the channel in the order the reference's heap would send
+them, and are sent there and then (the half of the heap's work that transfers were). Where that
+order or a strictly positive transfer time does not hold (ties in end times: zero-time ops),
+``run_eager`` says so and the placement is run again by ``plan`` (every transfer listed first)
+and ``run`` (every transfer through the heap), the exact general path, also used for the
+per-op schedule (its transfers in the order sent).
 
 Scratch arrays (a ``Work``) are allocated once per simulator and thread, not per placement.
 """
@@ -50,6 +54,10 @@ class Work(NamedTuple):
     xf: np.ndarray         # (edges,) the link is free again
     xa: np.ndarray         # (edges,) usable at the receiver
     order: np.ndarray      # (edges,) int32: transfers in the order they were sent
+    xo: np.ndarray         # (ops,) int32: op -> its first transfer (its outputs' in order)
+    xn: np.ndarray         # (ops,) int32: op -> its number of transfers
+    last: np.ndarray       # (2 * channels,) int64: time bits and key last sent on a channel
+    arrive: np.ndarray     # (devices,) arrival there of the output being sent (-1: queued)
     seen: np.ndarray       # (devices,) int32: last output sent to each device (plan)
     params: np.ndarray     # (devices,) int64 parameter bytes
     free: np.ndarray       # (devices,) scratch of memory.events
@@ -69,33 +77,42 @@ def new_work(a):
                 np.zeros(n_out + 1, i), np.zeros(x, i),
                 np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
                 np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
-                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(nd, i),
+                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(n, i), np.zeros(n, i),
+                np.zeros(2 * a.num_channels, np.int64), np.zeros(nd, f), np.zeros(nd, i),
                 np.zeros(nd, np.int64), np.zeros(nd, f), new_sweep(m, nd))
 
 
 @njit(cache=True)
-def plan(a, devs, col, b, w, shift):
+def place(a, devs, col, b, w):
     """Row b of ``devs`` (batch, columns), op i's device in column col[i] (a unit placement's
-    or a graph op's), into w.dev / w.dur by id, w.ready / w.pending
-    reset, w.params summed; the row's transfers into w.xptr and the w.x* columns. Returns the
-    number of transfers. (Arrays are taken out of the records first: numba counts references
-    on every access to a record's array inside a loop, 3x slower.)"""
-    n, nd = a.num_ops, a.num_devices
-    dev, dur, ready, pending, params, seen = w.dev, w.dur, w.ready, w.pending, w.params, w.seen
-    xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
+    or a graph op's), into w.dev / w.dur by id; w.ready / w.pending reset, w.params summed.
+    (Arrays are taken out of the records first: numba counts references on every access to a
+    record's array inside a loop, 3x slower.)"""
+    dev, dur, ready, pending, params = w.dev, w.dur, w.ready, w.pending, w.params
     cost, indeg, param_bytes = a.cost, a.indeg, a.param_bytes
-    out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
-                                                      a.out_key, a.out_bytes)
-    channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
     params[:] = 0
-    for o in range(n):
+    for o in range(a.num_ops):
         d = devs[b, col[o]]
         dev[o], dur[o], ready[o], pending[o] = d, cost[o, d], 0.0, indeg[o]
         params[d] += param_bytes[o]
+
+
+@njit(cache=True)
+def plan(a, devs, col, b, w, shift):
+    """``place``, then the row's transfers into w.xptr, w.xo / w.xn and the w.x* columns, for
+    ``run``. Returns the number of transfers."""
+    place(a, devs, col, b, w)
+    n, nd = a.num_ops, a.num_devices
+    dev, seen, xo, xn = w.dev, w.seen, w.xo, w.xn
+    xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
+    out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
+                                                      a.out_key, a.out_bytes)
+    channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
     seen[:] = -1
     nx = 0
     for o in range(n):
         src = dev[o]
+        xo[o] = nx
         for j in range(out_ptr[o], out_ptr[o + 1]):
             xptr[j] = nx
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
@@ -107,6 +124,7 @@ def plan(a, devs, col, b, w, shift):
                     xdur[nx] = out_bytes[j] / bandwidth[src, dc]
                     xlat[nx] = latency[src, dc]
                     nx += 1
+        xn[o] = nx - xo[o]
     xptr[out_bytes.shape[0]] = nx
     return nx
 
@@ -204,3 +222,109 @@ def run(a, w, shift, busy):
                 if dev[cons_op[e]] == dd:
                     _available(cons_op[e], arrive, ready, pending, h, qs, key, shift)
     return done
+
+
+@njit(cache=True)
+def run_eager(a, w, shift, busy):
+    """As ``run`` (after ``place`` alone), with the transfers found when their op ends and
+    those of a.eager channels sent there and then, without the heap. Exact when, on every
+    such channel, the transfers come in strictly increasing (ready time, key), the order in
+    which the reference's heap would send them, and each arrives strictly after it was ready
+    (so the consumers it readies order after every task the reference takes before sending
+    it). Both are checked as it goes. Returns (ops run, transfers), or (-1, 0) if a check
+    failed: the caller then runs ``plan`` and ``run``."""
+    n, nd = a.num_ops, a.num_devices
+    dev, ready, pending, start, end, h = w.dev, w.ready, w.pending, w.start, w.end, w.heap
+    lane_free, chan_free, dur, seen, arr, last = (w.lane_free, w.chan_free, w.dur, w.seen,
+                                                  w.arrive, w.last)
+    xd, xj, xch, xdur, xlat, xs, xf, xa, xo, xn = (w.xd, w.xj, w.xch, w.xdur, w.xlat, w.xs,
+                                                   w.xf, w.xa, w.xo, w.xn)
+    out_ptr, cons_ptr, cons_op, lane_ptr, out_key = (a.out_ptr, a.cons_ptr, a.cons_op,
+                                                     a.lane_ptr, a.out_key)
+    ctrl_ptr, ctrl_op, latency, key, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.op_key, a.sources
+    channel, bandwidth, out_bytes, eager = a.channel, a.bandwidth, a.out_bytes, a.eager
+    mask = (np.int64(1) << shift) - 1
+    lane_free[:] = 0.0
+    chan_free[:] = 0.0
+    busy[:] = 0.0
+    seen[:] = -1
+    last[:] = -1
+    qs = w.slot  # [heap size, has a next task, its time bits, its key]
+    qs[:] = 0
+    done = nx = f = 0
+    while qs[0] > 0 or qs[1] or f < first.shape[0]:
+        if qs[1]:
+            nt, nk = qs[2], qs[3]
+        elif qs[0] > 0:
+            nt, nk = h[0], h[1]
+        if f < first.shape[0] and (not (qs[0] > 0 or qs[1]) or nt > 0
+                                   or nk >> shift > key[first[f]]):
+            t, packed = 0.0, (np.int64(key[first[f]]) << shift) | first[f]  # ready at 0
+            f += 1
+        elif qs[1]:
+            t, packed = from_bits(nt), nk
+            qs[1] = 0
+        else:
+            t, packed = from_bits(nt), nk
+            qs[0] = pop(h, qs[0])
+        if packed >> shift < n:
+            o = packed & mask
+            d = dev[o]
+            lane = lane_ptr[d]
+            for s in range(lane + 1, lane_ptr[d + 1]):
+                if lane_free[s] < lane_free[lane]:
+                    lane = s
+            st = max(t, lane_free[lane])
+            en = st + dur[o]
+            start[o], end[o], lane_free[lane] = st, en, en
+            busy[d] += dur[o]
+            done += 1
+            ben = bits(en)
+            xo[o] = nx
+            for j in range(out_ptr[o], out_ptr[o + 1]):
+                for e in range(cons_ptr[j], cons_ptr[j + 1]):
+                    c = cons_op[e]
+                    dc = dev[c]
+                    if dc == d:
+                        _available(c, en, ready, pending, h, qs, key, shift)
+                        continue
+                    if seen[dc] != j:  # the first consumer there: send j
+                        seen[dc] = j
+                        ch = channel[d, dc]
+                        k = np.int64(n + out_key[j] * nd + dc)
+                        xd[nx], xj[nx] = dc, j
+                        if eager[ch]:
+                            if ben < last[2 * ch] or (ben == last[2 * ch] and k < last[2 * ch + 1]):
+                                return -1, 0
+                            last[2 * ch], last[2 * ch + 1] = ben, k
+                            begin = max(en, chan_free[ch])
+                            finish = begin + out_bytes[j] / bandwidth[d, dc]
+                            chan_free[ch] = finish
+                            arrive = finish + latency[d, dc]
+                            if not arrive > en:
+                                return -1, 0
+                            xs[nx], xf[nx], xa[nx], arr[dc] = begin, finish, arrive, arrive
+                        else:
+                            xch[nx], xdur[nx] = ch, out_bytes[j] / bandwidth[d, dc]
+                            xlat[nx], arr[dc] = latency[d, dc], -1.0
+                            _queue(h, qs, ben, (k << shift) | nx)
+                        nx += 1
+                    if arr[dc] >= 0.0:
+                        _available(c, arr[dc], ready, pending, h, qs, key, shift)
+            xn[o] = nx - xo[o]
+            for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
+                c = ctrl_op[e]
+                ta = en if dev[c] == d else en + latency[d, dev[c]]
+                _available(c, ta, ready, pending, h, qs, key, shift)
+        else:
+            x = packed & mask
+            j, dd, ch = xj[x], xd[x], xch[x]
+            begin = max(t, chan_free[ch])
+            finish = begin + xdur[x]
+            chan_free[ch] = finish
+            arrive = finish + xlat[x]
+            xs[x], xf[x], xa[x] = begin, finish, arrive
+            for e in range(cons_ptr[j], cons_ptr[j + 1]):
+                if dev[cons_op[e]] == dd:
+                    _available(cons_op[e], arrive, ready, pending, h, qs, key, shift)
+    return done, nx

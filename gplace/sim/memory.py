@@ -76,7 +76,7 @@ def _row(ev_t, ev_b, net, alloc, i, t, nbytes, d, scale, buckets):
 def events(a, w, s, free, step):
     """Rows into s.ev_t / s.ev_b, bucket sums into s.alloc / s.net; ``free`` is (devices,)
     scratch, ``step`` the last op's end. Returns the number of rows."""
-    dev, start, end, xd, xa, xptr = w.dev, w.start, w.end, w.xd, w.xa, w.xptr
+    dev, start, end, xd, xa, xj, xo, xn = w.dev, w.start, w.end, w.xd, w.xa, w.xj, w.xo, w.xn
     ev_t, ev_b, net, alloc = s.ev_t, s.ev_b, s.net, s.alloc
     out_ptr, out_bytes, cons_ptr, cons_op = a.out_ptr, a.out_bytes, a.cons_ptr, a.cons_op
     temp_of, out_total = a.temp, a.out_total
@@ -87,19 +87,23 @@ def events(a, w, s, free, step):
     i = 0
     for o in range(a.num_ops):
         d = dev[o]
+        x1, x_end = xo[o], xo[o] + xn[o]  # the op's transfers, by output
         for j in range(out_ptr[o], out_ptr[o + 1]):
+            x0 = x1
+            while x1 < x_end and xj[x1] == j:
+                x1 += 1
             nbytes = out_bytes[j]
             if nbytes == 0:
                 continue
             free[d] = end[o]
-            for x in range(xptr[j], xptr[j + 1]):
+            for x in range(x0, x1):
                 free[xd[x]] = xa[x]
                 free[d] = max(free[d], xa[x])
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 c = cons_op[e]
                 free[dev[c]] = max(free[dev[c]], end[c])
             i = _row(ev_t, ev_b, net, alloc, i, free[d], -nbytes, d, scale, buckets)
-            for x in range(xptr[j], xptr[j + 1]):
+            for x in range(x0, x1):
                 dd = xd[x]
                 i = _row(ev_t, ev_b, net, alloc, i, xa[x], nbytes, dd, scale, buckets)
                 i = _row(ev_t, ev_b, net, alloc, i, free[dd], -nbytes, dd, scale, buckets)
