@@ -21,6 +21,12 @@ measured on this cluster, namely
   end of its last op) does not contain: the benchmark's trivial-step time for one task, or
   for two when the placement uses both, added to the simulated time (``step_overhead``).
 
+Real step times come from the protocol of :mod:`gplace.real.protocol` (interleaved rounds,
+a low quantile with its interval, stopping once the interval is tight), run ``repeats`` times
+independently (two by default): the simulator is scored against the estimate over all repeats'
+steps, and Kendall's tau between the first two repeats (real-vs-real) says how far the real
+measurements themselves can be trusted to rank.
+
 Agreement: Kendall's tau-b (Kendall 1945, ties handled) and Spearman's rho over the placements
 of a graph, and the median relative error |sim - real| / real. Overall figures: tau and rho are
 the mean over graphs (pooling graphs of very different step times would inflate them; the
@@ -68,6 +74,9 @@ class CalibrateConfig:
                                   # wall time (executor gaps, descheduling on a shared core)
     real: RealConfig = field(default_factory=RealConfig)
     link: LinkBenchConfig = field(default_factory=LinkBenchConfig)
+    repeats: int = 2              # independent protocol runs of each graph's placements: the
+                                  # simulator is scored against their pooled steps, and the
+                                  # first two against each other give the real-vs-real tau
 
 
 class GraphSource(NamedTuple):
@@ -82,14 +91,18 @@ class GraphCalibration(NamedTuple):
     ops: int
     units: int
     labels: list[str]             # how each placement was made
-    measured_s: np.ndarray        # (placements,) real median step time; inf if infeasible
-    spread_s: np.ndarray          # (placements,) interquartile range of the timed steps
+    measured_s: np.ndarray        # (placements,) real step time (the protocol's estimate over
+                                  # every repeat's steps); inf if infeasible
+    spread_s: np.ndarray          # (placements,) half-width of its confidence interval
     simulated_s: np.ndarray       # (placements,) simulator + step overhead
     reasons: list[str]            # "" or why a real run failed
     kendall_tau: float
     spearman_rho: float
     median_rel_error: float
-    repeat_tau: float             # tau between real rounds (odd vs even): the noise ceiling
+    repeat_tau: float             # tau between the first two repeats: the noise ceiling
+    repeats_s: np.ndarray = np.zeros((0, 0))  # (repeats, placements) each repeat's estimate
+    seconds_per_placement: float = float("nan")  # wall time of one repeat / placements
+    load: tuple = ()              # LoadFigures of each repeat
 
 
 class CalibrationReport(NamedTuple):
@@ -122,10 +135,12 @@ def _graph_json(g: GraphCalibration) -> dict:
     return {"name": g.name, "family": g.family, "ops": g.ops, "units": g.units,
             "kendall_tau": g.kendall_tau, "spearman_rho": g.spearman_rho,
             "median_rel_error": g.median_rel_error, "repeat_tau": g.repeat_tau,
+            "seconds_per_placement": g.seconds_per_placement,
+            "load": [f.as_dict() for f in g.load],
             "placements": [{"label": l, "measured_s": m, "spread_s": s, "simulated_s": t,
-                            "reason": r} for l, m, s, t, r in zip(
+                            "repeats_s": finite(rep), "reason": r} for l, m, s, t, rep, r in zip(
                 g.labels, finite(g.measured_s), finite(g.spread_s), finite(g.simulated_s),
-                g.reasons)]}
+                g.repeats_s.T, g.reasons)]}
 
 
 # ---- statistics ------------------------------------------------------------------------------
@@ -287,32 +302,49 @@ def calibrate_graph(source: GraphSource, cluster: Cluster, profile: CostProfile,
         sim = sim + step_overhead_s(problem, placements, overhead)
     log(f"{source.name}: {graph.num_ops} ops, {problem.num_units} units, "
         f"{len(placements)} placements; running them")
-    with RealMeasurer(problem, source.path, config.real, tasks=tasks) as real:
-        m = real.measure(placements)
-        results, rounds = real.last_results, real.round_times
-    ok = m.feasible & np.isfinite(sim)
-    repeat = _repeat_tau(rounds)
+    runs = []  # (results, wall s, load) of each repeat
+    with RealMeasurer(problem, source.path, config.real, tasks=tasks, log=log) as real:
+        for k in range(config.repeats):
+            log(f"{source.name}: repeat {k + 1} of {config.repeats}")
+            real.measure(placements)
+            runs.append((real.last_results, real.last_wall_s, real.last_load))
+    results = [_pooled(rs, config.real.protocol) for rs in zip(*(r[0] for r in runs))]
+    repeats = np.array([[r.step_time_s for r in rs] for rs, _, _ in runs])  # (repeats, B)
+    meas = np.array([r.step_time_s for r in results], np.float64)
+    ok = np.isfinite(meas) & np.isfinite(sim)
     for label, r, s in zip(labels, results, sim):
-        log(f"  {label:>14}: real {r.step_time_s * 1e3:8.2f} ms  sim {s * 1e3:8.2f} ms"
-            + (f"  ({r.reason})" if r.reason else ""))
-    meas = np.asarray(m.step_time_s, np.float64)
+        log(f"  {label:>14}: real {r.describe()}  sim {s * 1e3:8.2f} ms")
     return GraphCalibration(
         source.name, source.family, graph.num_ops, problem.num_units, labels, meas,
         np.array([r.spread_s for r in results]), sim, [r.reason for r in results],
         kendall_tau(sim[ok], meas[ok]), spearman_rho(sim[ok], meas[ok]),
-        median_rel_error(sim[ok], meas[ok]), repeat)
+        median_rel_error(sim[ok], meas[ok]), repeat_tau(repeats),
+        repeats, float(np.mean([w for _, w, _ in runs])) / len(placements),
+        tuple(load for _, _, load in runs if load is not None))
 
 
-def _repeat_tau(rounds: list[list[tuple[float, ...]]]) -> float:
-    """Kendall tau between the medians of the odd and of the even rounds, over placements that
-    ran in every round: how well real measurements rank against themselves."""
-    if len(rounds) < 2:
+def _pooled(results, protocol):
+    """One placement's repeats as one result: the estimate and interval over all their steps;
+    the first failure wins."""
+    from gplace.real.measurer import RealResult
+    from gplace.real.protocol import estimate, interval, tight
+    failed = [r for r in results if not r.feasible]
+    if failed:
+        return failed[0]
+    t = sum((r.times_s for r in results), ())
+    lo, hi = interval(t, protocol)
+    return RealResult(estimate(t, protocol), True, t, results[0].loss, "", lo, hi,
+                      tight(t, protocol))
+
+
+def repeat_tau(repeats: np.ndarray) -> float:
+    """Kendall tau between the first two repeats' step times over the placements feasible in
+    both: how well real measurements rank against themselves (nan with fewer than 2)."""
+    if len(repeats) < 2:
         return float("nan")
-    keep = [i for i in range(len(rounds[0])) if all(rd[i] for rd in rounds)]
-    def medians(rs):
-        return np.array([np.median(sum((rd[i] for rd in rs), ())) for i in keep])
-    return kendall_tau(medians(rounds[0::2]), medians(rounds[1::2])) if len(keep) > 2 \
-        else float("nan")
+    a, b = repeats[0], repeats[1]
+    ok = np.isfinite(a) & np.isfinite(b)
+    return kendall_tau(a[ok], b[ok]) if ok.sum() > 2 else float("nan")
 
 
 def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs",
@@ -354,9 +386,10 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
             log(f"{source.name}: profiling on one pinned process")
             profile = profile_pinned(source, 0, out_dir / "profiles")
             graphs.append(calibrate_graph(source, fitted, profile, procs, overhead, config, log))
-            log(f"{source.name}: tau {graphs[-1].kendall_tau:.3f}, rho "
-                f"{graphs[-1].spearman_rho:.3f}, median rel. error "
-                f"{graphs[-1].median_rel_error:.1%}")
+            g = graphs[-1]
+            log(f"{source.name}: tau {g.kendall_tau:.3f}, rho {g.spearman_rho:.3f}, median "
+                f"rel. error {g.median_rel_error:.1%}, real-vs-real tau {g.repeat_tau:.3f}, "
+                f"{g.seconds_per_placement:.1f} s per placement and repeat")
     finally:
         if own:
             procs.stop()

@@ -17,11 +17,23 @@ import numpy as np
 
 
 class Measurement(NamedTuple):
-    """Step times of a batch of placements; infeasible (OOM, failed) ones are flagged."""
+    """Step times of a batch of placements; infeasible (OOM, failed) ones are flagged. Real
+    measurements carry each step time's interval: two placements whose intervals overlap are
+    tied, and a placer should not rank one above the other on that measurement."""
 
     step_time_s: np.ndarray   # (batch,) float64
     feasible: np.ndarray      # (batch,) bool
     peak_bytes: np.ndarray    # (batch, devices) int64
+    low_s: np.ndarray | None = None   # (batch,) confidence interval of a measured step time
+    high_s: np.ndarray | None = None  # (gplace.real.protocol); None from the simulator
+
+
+def tied(m: Measurement, i: int, j: int) -> bool:
+    """Are placements i and j of ``m`` tied: their intervals overlap? Without intervals (the
+    simulator, deterministic) only equal step times are."""
+    if m.low_s is None or m.high_s is None:
+        return bool(m.step_time_s[i] == m.step_time_s[j])
+    return bool(m.low_s[i] <= m.high_s[j] and m.low_s[j] <= m.high_s[i])
 
 
 class Measurer(Protocol):

@@ -5,7 +5,7 @@ import itertools
 import numpy as np
 import pytest
 
-from gplace.calibrate import (_repeat_tau, calibration_placements, kendall_tau, median_rel_error,
+from gplace.calibrate import (calibration_placements, repeat_tau, kendall_tau, median_rel_error,
                               scaled_profile, spearman_rho, step_overhead_s)
 from gplace.cluster import load_cluster
 from gplace.graph import OpGraph
@@ -86,11 +86,23 @@ def test_scaled_profile_sums_to_the_wall_time():
     assert scaled.meta["op_times_scaled_by"] == 1.5
 
 
-def test_repeat_tau_compares_rounds():
-    r1 = [(1.0,), (2.0,), (3.0,), (4.0,)]
-    r2 = [(1.1,), (2.1,), (2.9,), (4.2,)]
-    assert _repeat_tau([r1, r2]) == pytest.approx(1.0)
-    assert np.isnan(_repeat_tau([r1]))
+def test_repeat_tau_compares_the_first_two_repeats():
+    r = np.array([[1.0, 2.0, 3.0, 4.0, np.inf], [1.1, 2.1, 2.9, 4.2, 5.0], [4, 3, 2, 1, 0]])
+    assert repeat_tau(r) == pytest.approx(1.0)  # the infeasible one is left out
+    assert np.isnan(repeat_tau(r[:1]))
+
+
+def test_pooled_repeats_estimate_over_all_steps():
+    from gplace.calibrate import _pooled
+    from gplace.real.measurer import RealResult
+    from gplace.real.protocol import ProtocolConfig, estimate
+    a = RealResult(1.0, True, (1.0, 1.1, 1.2), 0.5, "")
+    b = RealResult(2.0, True, (2.0, 2.1, 2.2), 0.5, "")
+    pooled = _pooled([a, b], ProtocolConfig())
+    assert pooled.times_s == a.times_s + b.times_s
+    assert pooled.step_time_s == pytest.approx(estimate(pooled.times_s))
+    failed = RealResult(float("inf"), False, (), None, "boom")
+    assert _pooled([a, failed], ProtocolConfig()).reason == "boom"
 
 
 def test_cli_rejects_too_few_placements_and_unknown_graphs(tmp_path):
@@ -102,3 +114,6 @@ def test_cli_rejects_too_few_placements_and_unknown_graphs(tmp_path):
     assert few.returncode == 2 and "needs >= 20" in few.stderr
     bad = subprocess.run(base + ["--graphs", "no_such_graph"], capture_output=True, text=True)
     assert bad.returncode == 2 and "unknown graph 'no_such_graph'" in bad.stderr
+    cap = subprocess.run(base + ["--cap", "0"], capture_output=True, text=True)
+    assert cap.returncode == 2 and "cap > 0" in cap.stderr
+    assert len(cap.stderr.strip().splitlines()) == 1

@@ -38,10 +38,16 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="placements per graph, >= 20 (default 24)")
     p.add_argument("--units", type=int, default=32, metavar="U",
                    help="coarsen to at most U units (default 32)")
-    p.add_argument("--steps", type=int, default=3,
-                   help="timed steps per placement and round (default 3)")
-    p.add_argument("--rounds", type=int, default=3,
-                   help="passes over all placements; medians pool the rounds (default 3)")
+    p.add_argument("--repeats", type=int, default=2, metavar="R",
+                   help="independent protocol runs of every placement; the first two give the "
+                        "real-vs-real tau (default 2)")
+    p.add_argument("--rel-width", type=float, default=3.0, metavar="PCT",
+                   help="stop timing a placement once its 90%% interval is within +-PCT%% of "
+                        "its step time (default 3)")
+    p.add_argument("--max-steps", type=int, default=45, metavar="K",
+                   help="timed steps per placement and repeat at most (default 45)")
+    p.add_argument("--cap", type=float, default=30.0, metavar="S",
+                   help="time cap of a repeat: S seconds x placements (default 30)")
     p.add_argument("--tasks", metavar="FILE",
                    help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
                         "(python -m gplace.real.procs serve ...); default: start local ones")
@@ -110,6 +116,10 @@ def resolve_graph(name: str, out: Path) -> tuple[str, Path, str]:
 def run(args) -> int:
     if args.placements < 20:
         raise ConfigError(f"--placements {args.placements}: the calibration needs >= 20")
+    if args.repeats < 1 or args.max_steps < 9 or args.cap <= 0 or not 0 < args.rel_width < 100:
+        raise ConfigError(f"--repeats {args.repeats}, --max-steps {args.max_steps}, --cap "
+                          f"{args.cap:g}, --rel-width {args.rel_width:g}: need repeats >= 1, "
+                          "max-steps >= 9, cap > 0 and 0 < rel-width < 100")
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     graphs = [resolve_graph(g, out) for g in args.graphs]
@@ -121,11 +131,14 @@ def run(args) -> int:
     from gplace.real.measurer import RealConfig
     from gplace.real.procs import load_task_spec
     sources = [GraphSource(*g) for g in graphs]
+    from gplace.real.protocol import ProtocolConfig
+    protocol = ProtocolConfig(rel_width=args.rel_width / 100, max_steps=args.max_steps,
+                              max_s_per_placement=args.cap)
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,
                              transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,
-                             real=RealConfig(timed_steps=args.steps, rounds=args.rounds,
-                                             warmup_steps=1,
+                             repeats=args.repeats,
+                             real=RealConfig(protocol=protocol, verbose=False,
                                              allow_unsafe=args.allow_unsafe))
     tasks = load_task_spec(args.tasks) if args.tasks else None
     log = lambda s: print(f"gplace calibrate: {s}", file=sys.stderr, flush=True)  # noqa: E731
@@ -134,11 +147,13 @@ def run(args) -> int:
         print(json.dumps(report.to_json()))
         return 0
     print(f"{'graph':<14} {'family':<8} {'ops':>5} {'units':>5} {'n':>3} {'tau':>6} {'rho':>6} "
-          f"{'med.err':>8} {'real-vs-real tau':>17}")
+          f"{'med.err':>8} {'real-vs-real tau':>17} {'s/placement':>12}  load (others, load avg)")
     for g in report.graphs:
         n = int(sum(r == "" for r in g.reasons))
+        load = "; ".join(f"{f.others:.0%}, {f.load1:.1f}" for f in g.load)
         print(f"{g.name:<14} {g.family:<8} {g.ops:>5} {g.units:>5} {n:>3} {g.kendall_tau:>6.3f} "
-              f"{g.spearman_rho:>6.3f} {g.median_rel_error:>8.1%} {g.repeat_tau:>17.3f}")
+              f"{g.spearman_rho:>6.3f} {g.median_rel_error:>8.1%} {g.repeat_tau:>17.3f} "
+              f"{g.seconds_per_placement:>12.1f}  {load}")
     print(f"{'overall':<14} {'':<8} {'':>5} {'':>5} {'':>3} {report.kendall_tau:>6.3f} "
           f"{report.spearman_rho:>6.3f} {report.median_rel_error:>8.1%} "
           f"{report.repeat_tau:>17.3f}   (pooled tau {report.pooled_kendall_tau:.3f})")

@@ -2,74 +2,84 @@
 
     with RealMeasurer(problem, "model.pb") as real:      # local-procs: starts the servers
         m = real.measure(placements)                     # (B, units) -> Measurement
+        m.low_s, m.high_s                                # each step time's interval
         real.last_results[0].reason                      # why a placement is infeasible
 
 Post (Gao et al., NeurIPS 2018) and HDP (Mirhoseini et al., ICLR 2018) measured every placement
-by running it; this is that measurement. For each placement: NodeDef.device of every op is set
-to its device's ``tf_device`` (``problem.expand``), the step runs warm-up steps and then the
-median of ``timed_steps`` steps (``RealResult.times_s`` keeps them all for the spread).
+by running it; this is that measurement. For each placement NodeDef.device of every op is set
+to its device's ``tf_device`` (``problem.expand``) and the batch is measured by the protocol of
+:mod:`gplace.real.protocol` (issue 17): one session per placement, rounds that visit the
+placements interleaved with a warm-up step after each switch, until each placement's interval
+is tight or the time cap is reached; the step time is a low quantile of the timed steps and
+comes with its confidence interval. How loaded the machine was (:mod:`gplace.real.load`) is
+logged with every batch, as a warning when other work took a noticeable share of the CPU.
 
 Never a crash: a placement whose simulated peak memory exceeds a device's ``memory_bytes`` is
 refused before it runs (TF's CPU allocator has no hard limit to hit); a TF error
 (ResourceExhausted, device or runtime errors), a hang past ``timeout_s`` and a server process
 that dies each make that placement infeasible with the reason in ``last_results``. The graph
 runs in a child process (:mod:`gplace.real.runner`) so a hang costs only that child, which is
-killed with its process group; dead or hung servers are restarted for the next placement.
+killed with its process group; dead or hung servers are restarted and the other placements'
+sessions reopened.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import select
-import signal
-import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 
 from gplace.errors import ConfigError
 from gplace.measure import Measurement
 from gplace.problem import PlacementProblem
-from gplace.real.procs import JOB, LocalProcs, RemoteTasks, _child_env, _repo_root
-from gplace.real.job import write_job
+from gplace.real.child import RunnerChild
+from gplace.real.load import LoadFigures, LoadProbe
+from gplace.real.procs import JOB, LocalProcs, RemoteTasks
+from gplace.real.protocol import ProtocolConfig, estimate, interval, tight, visit_order
 from gplace.real.safety import check_safe
 
 
 @dataclass(frozen=True)
 class RealConfig:
-    warmup_steps: int = 2       # untimed, after the loss step: allocator growth, first-run setup
-    timed_steps: int = 5        # per round; the median over all rounds is the step time
-    rounds: int = 1             # passes over the whole batch: on a shared machine a burst of
-                                # other work then hits a round of every placement, not all the
-                                # steps of one placement
-    timeout_s: float = 120.0    # per placement, all its steps; past it the placement is a hang
+    protocol: ProtocolConfig = field(default_factory=ProtocolConfig)  # steps, estimator, caps
+    timeout_s: float = 120.0    # per command (opening a placement, or one visit's steps);
+                                # past it the placement is a hang
     start_timeout_s: float = 90.0  # importing TF in the runner on a busy 2-core machine: ~10 s
     fetch: str = "step_loss"    # the op that ends a corpus training step
     check_memory: bool = True   # refuse placements whose simulated peak exceeds memory_bytes
     allow_unsafe: bool = False  # run graphs with file-system / Python / RPC ops (safety.py)
     local_threads: int = 0      # thread pools of an in-process (`local`) run; 0 = TF's choice
+    max_open: int = 32          # sessions open at once (each holds a copy of the variables on
+                                # the servers); a larger batch is measured in chunks
+    verbose: bool = True        # log each placement's step time with its interval
 
 
 class RealResult(NamedTuple):
-    step_time_s: float          # median of times_s; inf when infeasible
+    step_time_s: float          # the protocol's estimate (a low quantile); inf if infeasible
     feasible: bool
-    times_s: tuple[float, ...]  # every timed step
+    times_s: tuple[float, ...]  # every timed step, in the order they ran
     loss: float | None          # fetch value of the first step after initialization
     reason: str                 # "" when feasible
+    low_s: float = float("nan")   # confidence interval of step_time_s (ProtocolConfig)
+    high_s: float = float("nan")
+    tight: bool = False         # the interval reached the protocol's width
 
     @property
     def spread_s(self) -> float:
-        """Interquartile range of the timed steps."""
-        if not self.times_s:
-            return float("nan")
-        q1, q3 = np.percentile(self.times_s, [25, 75])
-        return float(q3 - q1)
+        """Half the width of the confidence interval (the "+-" of the step time)."""
+        return (self.high_s - self.low_s) / 2
+
+    def describe(self) -> str:
+        """'12.31 ms (90% interval 11.92-12.80 ms, 15 steps)' or the reason it failed."""
+        if not self.feasible:
+            return f"infeasible: {self.reason}"
+        note = "" if self.tight else ", not tight"
+        return (f"{self.step_time_s * 1e3:.2f} ms (interval {self.low_s * 1e3:.2f}-"
+                f"{self.high_s * 1e3:.2f} ms, {len(self.times_s)} steps{note})")
 
 
 def worker_tasks(problem: PlacementProblem) -> int:
@@ -90,16 +100,21 @@ class RealMeasurer:
     """Implements the Measurer protocol by running placements in TensorFlow."""
 
     def __init__(self, problem: PlacementProblem, graph_def, config: RealConfig | None = None,
-                 tasks: LocalProcs | RemoteTasks | None = None):
+                 tasks: LocalProcs | RemoteTasks | None = None,
+                 log: Callable[[str], None] | None = None):
         self.problem, self.config = problem, config or RealConfig()
         self.graph_def = _read_graph_def(graph_def)
         check_safe(self.graph_def, self.config.allow_unsafe)
         n = worker_tasks(problem)
         self.owns_tasks = tasks is None and n > 0
         self.tasks = LocalProcs(n) if self.owns_tasks else tasks
+        self.log = log or (lambda s: print(f"gplace real: {s}", file=sys.stderr, flush=True))
         self.last_results: list[RealResult] = []
-        self.round_times: list[list[tuple[float, ...]]] = []
+        self.last_load: LoadFigures | None = None
+        self.last_wall_s = 0.0
+        self.results: dict[bytes, RealResult] = {}  # every placement measured, by its bytes
         self._sim = None
+        self._pinning_said = False
 
     @property
     def last_reasons(self) -> list[str]:
@@ -115,9 +130,13 @@ class RealMeasurer:
         if self.owns_tasks and self.tasks is not None:
             self.tasks.stop()
 
+    def result_of(self, placement: np.ndarray) -> RealResult | None:
+        """The latest measurement of a (units,) placement, with its interval; None if never."""
+        return self.results.get(np.asarray(placement, np.int64).tobytes())
+
     def measure(self, placements: np.ndarray) -> Measurement:
-        """Step times of (B, units) placements; ``last_results`` has times and reasons and
-        ``round_times[r][i]`` the timed steps of round r for the i-th placement that ran."""
+        """Step times of (B, units) placements with their intervals; ``last_results`` has the
+        timed steps and the reasons, ``last_load`` how loaded the machine was meanwhile."""
         placements = np.atleast_2d(np.asarray(placements, np.int64))
         op_device = self.problem.expand(placements)  # (B, ops); checks shape and range
         peak = self._simulated_peak(placements)
@@ -128,15 +147,34 @@ class RealMeasurer:
                 if reason:
                     results[b] = _failed(reason)
         todo = [b for b in range(len(placements)) if results[b] is None]
-        self.round_times = []
-        for _ in range(self.config.rounds if todo else 0):
-            passed = self._run(op_device[todo])
-            self.round_times.append([r.times_s for r in passed])
-            for b, r in zip(todo, passed):
-                results[b] = r if results[b] is None else _merge(results[b], r)
-        self.last_results = results
+        start, probe = time.monotonic(), LoadProbe()
+        for k in range(0, len(todo), self.config.max_open):
+            chunk = todo[k: k + self.config.max_open]
+            for b, r in zip(chunk, _Batch(self, op_device[chunk], probe).run()):
+                results[b] = r
+        self.last_results, self.last_wall_s = results, time.monotonic() - start
+        self.last_load = probe.stop() if todo else None
+        for p, r in zip(placements, results):
+            self.results[p.tobytes()] = r
+        if todo:
+            self._say(todo, results)
         ok = np.array([r.feasible for r in results], bool)
-        return Measurement(np.array([r.step_time_s for r in results], np.float64), ok, peak)
+        col = lambda f: np.array([getattr(r, f) for r in results], np.float64)  # noqa: E731
+        return Measurement(col("step_time_s"), ok, peak, col("low_s"), col("high_s"))
+
+    def _say(self, todo: list[int], results: list[RealResult]) -> None:
+        if not self._pinning_said and self.tasks is not None:
+            self._pinning_said = True
+            self.log(getattr(self.tasks, "pinning", lambda: "remote tasks")())
+        if self.config.verbose:
+            for b in todo:
+                self.log(f"placement {b + 1}/{len(results)}: {results[b].describe()}")
+        n_tight = sum(results[b].tight for b in todo)
+        self.log(f"{len(todo)} placements in {self.last_wall_s:.1f} s "
+                 f"({self.last_wall_s / len(todo):.1f} s each, {n_tight} tight); "
+                 f"{self.last_load.describe()}")
+        if self.last_load.loaded:
+            self.log(self.last_load.warning())
 
     # ---- memory ----------------------------------------------------------------------------
     def _simulated_peak(self, placements: np.ndarray) -> np.ndarray:
@@ -153,145 +191,122 @@ class RealMeasurer:
                         f"at peak, capacity {dev.memory_bytes / 2**20:.1f} MiB")
         return ""
 
-    # ---- running ---------------------------------------------------------------------------
-    def _run(self, op_device: np.ndarray) -> list[RealResult]:
-        """Runs (k, ops) op placements in runner children; restarts after a failure."""
-        graph_bytes = self.graph_def.SerializeToString()
-        out: list[RealResult] = []
-        while len(out) < len(op_device):
-            if self.tasks is not None:
-                self.tasks.ensure_running()
-            out += self._run_child(graph_bytes, op_device, len(out))
-        return out
-
-    def _job(self, start: int) -> dict:
+    # ---- the runner child and the servers ---------------------------------------------------
+    def job(self) -> dict:
         cfg = self.config
+        spare = getattr(self.tasks, "spare_cores", [])
         return {"target": self.tasks.target if self.tasks is not None else "",
-                "fetch": cfg.fetch, "warmup": cfg.warmup_steps, "steps": cfg.timed_steps,
-                "timeout_s": cfg.timeout_s, "start": start,
+                "fetch": cfg.fetch, "timeout_s": cfg.timeout_s,
                 "threads": 1 if self.tasks is not None else cfg.local_threads,
+                "cores": list(spare) or None,
                 "op_names": self.problem.graph.names.tolist(),
                 "tf_devices": [d.tf_device for d in self.problem.cluster.devices]}
 
-    def _run_child(self, graph_bytes: bytes, op_device: np.ndarray,
-                   start: int) -> list[RealResult]:
-        """Results from ``start`` on until the child ends, fails a placement or hangs. The job
-        goes through the child's stdin and its stderr to an unnamed file: no folder to leave."""
-        total = len(op_device)
-        with tempfile.TemporaryFile() as err:
-            child = subprocess.Popen(
-                [sys.executable, "-m", "gplace.real.runner", str(os.getpid())],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
-                start_new_session=True, cwd=_repo_root(), env=_child_env())
-            out: list[RealResult] = []
-            try:
-                try:
-                    write_job(child.stdin, self._job(start), graph_bytes, op_device)
-                    child.stdin.close()
-                except BrokenPipeError:
-                    pass  # the runner died at once: its exit code and stderr say why below
-                lines = _LineReader(child.stdout.fileno())
-                deadline = time.monotonic() + self.config.start_timeout_s + self.config.timeout_s
-                while start + len(out) < total:
-                    line = lines.read(deadline, abort=self._any_dead)
-                    if line is None:  # a hang or a dead server (TF would wait for it until
-                        dead = self._dead_reason()  # the deadline): kill, restart servers
-                        out.append(_failed(dead or f"timed out after {self.config.timeout_s:g} s"))
-                        self._restart_tasks()
-                        break
-                    if line == "":  # the runner died
-                        tail = _last_line(err)
-                        out.append(_failed(f"runner exited with code {child.wait()}"
-                                           + (f" ({tail})" if tail else "") + self._dead_suffix()))
-                        break
-                    record = json.loads(line)
-                    if record["ok"]:
-                        times = tuple(record["times"])
-                        out.append(RealResult(float(np.median(times)), True, times,
-                                              record["loss"], ""))
-                    else:
-                        dead = self._dead_suffix()
-                        out.append(_failed(record["error"] + dead))
-                        if dead:  # the cluster is gone: this runner's session is useless
-                            break
-                    deadline = time.monotonic() + self.config.timeout_s
-            finally:
-                _kill_group(child)
-        return out
-
-    def _any_dead(self) -> bool:
+    def any_dead(self) -> bool:
         return bool(self.tasks is not None and self.tasks.dead_tasks())
 
-    def _dead_reason(self) -> str:
+    def dead_reason(self) -> str:
         dead = self.tasks.dead_tasks() if self.tasks is not None else []
         return f"server process died: {'; '.join(dead)}" if dead else ""
 
-    def _dead_suffix(self) -> str:
-        dead = self._dead_reason()
+    def dead_suffix(self) -> str:
+        dead = self.dead_reason()
         return f" ({dead})" if dead else ""
 
-    def _restart_tasks(self) -> None:
+    def restart_tasks(self) -> None:
         if isinstance(self.tasks, LocalProcs):
             self.tasks.start()
 
 
-def _last_line(stream: IO[bytes]) -> str:
-    """The last non-empty line written to ``stream`` (an unnamed temporary file)."""
-    try:
-        stream.seek(0)
-        text = stream.read().decode(errors="replace")
-    except OSError:
-        return ""
-    lines = [l for l in text.splitlines() if l.strip()]
-    return lines[-1][:300] if lines else ""
+class _Batch:
+    """Up to ``max_open`` placements measured by the protocol (gplace.real.protocol) in one
+    runner child; a lost child (hang, crash, dead server) fails the placement it was running,
+    and the others' sessions are reopened in a new child."""
 
+    def __init__(self, real: RealMeasurer, op_device: np.ndarray, probe: LoadProbe):
+        self.real, self.op_device, self.probe = real, op_device, probe
+        self.cfg = real.config.protocol
+        n = len(op_device)
+        self.times: list[list[float]] = [[] for _ in range(n)]
+        self.loss: list[float | None] = [None] * n
+        self.failed = [""] * n
+        self.child: RunnerChild | None = None
+        self.opened: set[int] = set()
 
-def _merge(a: RealResult, b: RealResult) -> RealResult:
-    """Two rounds of one placement: all timed steps pooled; the first failure wins."""
-    if not a.feasible:
-        return a
-    if not b.feasible:
-        return b
-    times = a.times_s + b.times_s
-    return RealResult(float(np.median(times)), True, times, a.loss, "")
+    def run(self) -> list[RealResult]:
+        cfg, n = self.cfg, len(self.op_device)
+        cap = time.monotonic() + cfg.max_s_per_placement * n
+        try:
+            for i in range(n):
+                self._call(i, {"open": i})
+            active, r = [i for i in range(n) if not self.failed[i]], 0
+            while active and (r == 0 or time.monotonic() < cap):  # one visit each at least
+                for i in visit_order(active, r):
+                    k = min(cfg.steps_per_visit, cfg.max_steps - len(self.times[i]))
+                    if not self.failed[i] and (r == 0 or time.monotonic() < cap):
+                        self._call(i, {"run": i, "warmup": cfg.warmup_per_visit, "steps": k})
+                active = [i for i in active if not self.failed[i] and not tight(
+                    self.times[i], cfg) and len(self.times[i]) < cfg.max_steps]
+                r += 1
+        finally:
+            self._drop_child()
+        return [self._result(i) for i in range(n)]
+
+    def _result(self, i: int) -> RealResult:
+        if self.failed[i]:
+            return _failed(self.failed[i])
+        t = tuple(self.times[i])
+        lo, hi = interval(t, self.cfg)
+        return RealResult(estimate(t, self.cfg), True, t, self.loss[i], "", lo, hi,
+                          tight(t, self.cfg))
+
+    def _call(self, i: int, command: dict) -> None:
+        """Sends ``command`` for placement i (opening it first in a fresh child); records the
+        times or loss, or why it failed."""
+        real = self.real
+        if self.child is None:
+            if real.tasks is not None:
+                before = set(getattr(real.tasks, "pids", []))
+                real.tasks.ensure_running()
+                for pid in getattr(real.tasks, "pids", []):
+                    self.probe.add_ours(pid, new=pid not in before)
+            self.child = RunnerChild(real.job(), real.graph_def.SerializeToString(),
+                                     self.op_device, real.config.start_timeout_s, real.any_dead)
+            self.probe.add_ours(self.child.pid, new=True)
+        if "run" in command and i not in self.opened:
+            self._call(i, {"open": i})
+            if self.failed[i] or self.child is None:
+                return
+        reply = self.child.call(command, real.config.timeout_s)
+        if isinstance(reply, dict) and reply.get("ok"):
+            if "open" in command:
+                self.opened.add(i)
+                self.loss[i] = reply["loss"] if self.loss[i] is None else self.loss[i]
+            elif "run" in command:
+                self.times[i] += reply["times"]
+            return
+        if isinstance(reply, dict):  # TF said no: the placement fails, the child lives on
+            dead = real.dead_suffix()
+            self.failed[i] = reply.get("error", "runner sent no error") + dead
+            if dead:  # the cluster is gone: this child's sessions are useless
+                self._drop_child()
+        elif reply is None:  # a hang or a dead server (TF would wait for it until the deadline)
+            self.failed[i] = real.dead_reason() or f"timed out after {real.config.timeout_s:g} s"
+            self._drop_child()
+            real.restart_tasks()
+        else:  # the runner died
+            self.failed[i] = self.child.exit_reason() + real.dead_suffix()
+            self._drop_child()
+
+    def _drop_child(self) -> None:
+        if self.child is not None:
+            self.probe.drop_ours(self.child.pid)
+            self.child.close()
+        self.child, self.opened = None, set()
 
 
 def _failed(reason: str) -> RealResult:
     return RealResult(float("inf"), False, (), None, reason)
-
-
-class _LineReader:
-    """Lines from a pipe with a deadline (unbuffered reads, so select() tells the truth)."""
-
-    def __init__(self, fd: int):
-        self.fd, self.buffer = fd, b""
-
-    def read(self, deadline: float, abort=lambda: False) -> str | None:
-        """The next line, "" at EOF, None past the deadline or once ``abort()`` is true
-        (checked every second)."""
-        while b"\n" not in self.buffer:
-            left = deadline - time.monotonic()
-            if left <= 0 or abort():
-                return None
-            ready, _, _ = select.select([self.fd], [], [], min(left, 1.0))
-            if ready:
-                chunk = os.read(self.fd, 65536)
-                if not chunk:
-                    return ""
-                self.buffer += chunk
-        line, self.buffer = self.buffer.split(b"\n", 1)
-        return line.decode()
-
-
-def _kill_group(child: subprocess.Popen) -> None:
-    try:
-        os.killpg(child.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    child.wait()
-    for pipe in (child.stdin, child.stdout):
-        if pipe:
-            pipe.close()
 
 
 def _read_graph_def(source):

@@ -99,11 +99,15 @@ class LocalProcs:
         cores = sorted(os.sched_getaffinity(0))
         if num_tasks < 1:
             raise ConfigError(f"local-procs needs >= 1 task, got {num_tasks}")
-        self.cores_per_task = cores_per_task or max(1, len(cores) // num_tasks)
+        # with a core to spare, the runner (the client that times the steps) gets it, so that
+        # its gRPC and Python work never takes a task's core (issue 17)
+        spare = 1 if len(cores) > num_tasks else 0
+        self.cores_per_task = cores_per_task or max(1, (len(cores) - spare) // num_tasks)
         self.num_tasks = num_tasks
         # task i gets cores [i*c, (i+1)*c) of the allowed ones, wrapping if there are too few
         self.core_sets = [[cores[(i * self.cores_per_task + k) % len(cores)]
                            for k in range(self.cores_per_task)] for i in range(num_tasks)]
+        self.spare_cores = cores[num_tasks * self.cores_per_task:]  # the runner's, if any
         self.start_timeout_s = start_timeout_s
         self.procs: list[subprocess.Popen] = []
         self.addresses: tuple[str, ...] = ()
@@ -115,6 +119,17 @@ class LocalProcs:
     @property
     def pids(self) -> list[int]:
         return [p.pid for p in self.procs]
+
+    def pinning(self) -> str:
+        """Where the tasks and the runner run, e.g. 'task 0 on core 0, task 1 on core 1;
+        runner on core 2'."""
+        tasks = ", ".join(f"task {i} on core{'s' if len(c) > 1 else ''} {_cores_text(c)}"
+                          for i, c in enumerate(self.core_sets))
+        if self.spare_cores:
+            return f"{tasks}; runner on core(s) {_cores_text(self.spare_cores)}"
+        n = len(os.sched_getaffinity(0))
+        return (f"{tasks}; runner not pinned: {n} cores, none to spare beside "
+                f"{self.num_tasks} tasks (it sleeps while a step runs)")
 
     def __enter__(self) -> LocalProcs:
         self.start()
@@ -244,6 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     serve(args.tasks.split(","), args.task, _parse_cores(args.cores), args.parent)
     return 0
+
+
+def _cores_text(cores: list[int]) -> str:
+    return ",".join(map(str, cores))
 
 
 def _parse_cores(text: str) -> list[int] | None:

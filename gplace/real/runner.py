@@ -1,21 +1,28 @@
 """The child process that runs placed graphs for :class:`gplace.real.measurer.RealMeasurer`.
 
-    python -m gplace.real.runner PARENT_PID  < job
+    python -m gplace.real.runner PARENT_PID  < job, then commands
 
-Reads the job from stdin (:mod:`gplace.real.job`): one JSON line (target, fetch,
-op names, TF device strings, steps, timeout, the first placement to run), the step GraphDef and
-the (B, ops) device index per op as .npy; nothing goes through the file system, so a killed
-run leaves no folder behind. For every placement from ``start`` on it prints one JSON line:
-``{"index", "ok", "times", "loss"}`` or ``{"index", "ok": false, "error"}``. A crash, a hang or
-a dead server is the parent's to notice; this process only has to report what TensorFlow says.
-It asks the kernel to kill it when its parent dies, as the TF servers do
+Reads the job from stdin (:mod:`gplace.real.job`): one JSON line (target, fetch, op names, TF
+device strings, timeout, threads, cores), the step GraphDef and the (B, ops) device index per
+op as .npy; nothing goes through the file system, so a killed run leaves no folder behind.
+Then it serves one JSON command per line, in the order the parent's protocol
+(:mod:`gplace.real.protocol`) wants, and answers each with one JSON line:
+
+    {"open": i}                        -> {"i", "ok", "loss"}   a session for placement i
+    {"run": i, "warmup": w, "steps": k} -> {"i", "ok", "times"}  w untimed, k timed steps
+    {"close": i}                       -> {"i", "ok"}
+
+or ``{"i", "ok": false, "error"}``. Sessions stay open between commands, so interleaving the
+placements costs no re-import; each has its own variables (``isolate_session_state``). A crash,
+a hang or a dead server is the parent's to notice; this process only reports what TensorFlow
+says. It asks the kernel to kill it when its parent dies, as the TF servers do
 (:func:`gplace.real.procs.die_with_parent`), so a SIGKILLed ``gplace`` leaves no runner.
 
-Each placement: NodeDef.device written into a copy of the GraphDef, variables initialized as
-the profiler does (``gplace.profiler.import_with_initializer``), one step fetching the loss
-(the first step after initialization: compared across placements by the tests), ``warmup``
-more untimed steps, then ``steps`` timed steps of the train op alone (no tensor goes back to
-the client); the time of a step is the wall time of ``Session.run``.
+Opening a placement: NodeDef.device written into a copy of the GraphDef, variables initialized
+as the profiler does (``gplace.profiler.import_with_initializer``), one step fetching the loss
+(the first step after initialization: compared across placements by the tests). Timed steps
+run the train op alone (no tensor goes back to the client); the time of a step is the wall
+time of ``Session.run``.
 """
 
 from __future__ import annotations
@@ -41,32 +48,85 @@ def placed_graph_def(graph_def, op_names: list[str], tf_devices: list[str], op_d
     return out
 
 
-def run_one(tf, graph_def, job: dict, op_device) -> dict:
-    from gplace import profiler as prof
-    ProfileConfig, import_with_initializer, session_config = (
-        prof.ProfileConfig, prof.import_with_initializer, prof.session_config)
-    placed = placed_graph_def(graph_def, job["op_names"], job["tf_devices"], op_device)
-    g, init = import_with_initializer(placed)
-    config = session_config(ProfileConfig(inter_op_threads=job["threads"],
-                                          intra_op_threads=job["threads"]))
-    if job["target"]:  # the servers own their thread pools (gplace.real.procs)
-        config.use_per_session_threads = False
-    config.operation_timeout_in_ms = int(job["timeout_s"] * 1000)
-    options = tf.compat.v1.RunOptions(timeout_in_ms=int(job["timeout_s"] * 1000))
-    op = g.get_operation_by_name(job["fetch"])
-    loss_tensor = op.outputs[0] if op.outputs else None
-    with tf.compat.v1.Session(target=job["target"], graph=g, config=config) as sess:
-        sess.run(init, options=options)
-        loss = sess.run(loss_tensor, options=options) if loss_tensor is not None else None
-        for _ in range(job["warmup"]):
-            sess.run(op, options=options)
+class Placed:
+    """One placement's open session: its graph, the op to run and the run options."""
+
+    def __init__(self, tf, graph_def, job: dict, op_device):
+        from gplace import profiler as prof
+        placed = placed_graph_def(graph_def, job["op_names"], job["tf_devices"], op_device)
+        g, init = prof.import_with_initializer(placed)
+        config = prof.session_config(prof.ProfileConfig(inter_op_threads=job["threads"],
+                                                        intra_op_threads=job["threads"]))
+        if job["target"]:  # the servers own their thread pools (gplace.real.procs)
+            config.use_per_session_threads = False
+            config.isolate_session_state = True  # each open placement has its own variables
+        config.operation_timeout_in_ms = int(job["timeout_s"] * 1000)
+        self.options = tf.compat.v1.RunOptions(timeout_in_ms=int(job["timeout_s"] * 1000))
+        self.op = g.get_operation_by_name(job["fetch"])
+        self.session = tf.compat.v1.Session(target=job["target"], graph=g, config=config)
+        try:
+            self.session.run(init, options=self.options)
+            out = self.op.outputs[0] if self.op.outputs else None
+            loss = self.session.run(out, options=self.options) if out is not None else None
+        except BaseException:
+            self.session.close()
+            raise
+        self.loss = None if loss is None else float(loss.reshape(-1)[0])
+
+    def run(self, warmup: int, steps: int) -> list[float]:
+        for _ in range(warmup):
+            self.session.run(self.op, options=self.options)
         times = []
-        for _ in range(job["steps"]):
+        for _ in range(steps):
             t0 = time.perf_counter()
-            sess.run(op, options=options)
+            self.session.run(self.op, options=self.options)
             times.append(time.perf_counter() - t0)
-    return {"ok": True, "times": times,
-            "loss": None if loss is None else float(loss.reshape(-1)[0])}
+        return times
+
+
+def run_one(tf, graph_def, job: dict, op_device) -> dict:
+    """One placement from start to end: open, ``job["warmup"]`` + ``job["steps"]`` steps."""
+    placed = Placed(tf, graph_def, job, op_device)
+    try:
+        times = placed.run(job["warmup"], job["steps"])
+    finally:
+        placed.session.close()
+    return {"ok": True, "times": times, "loss": placed.loss}
+
+
+def serve(tf, graph_def, job: dict, placements, commands) -> None:
+    """Answers ``commands`` (JSON lines) until they end; see the module docstring."""
+    open_: dict[int, Placed] = {}
+    try:
+        for line in commands:
+            if not line.strip():
+                continue
+            cmd = json.loads(line)
+            i = cmd.get("open", cmd.get("run", cmd.get("close")))
+            try:
+                if "open" in cmd:
+                    open_[i] = Placed(tf, graph_def, job, placements[i])
+                    record = {"ok": True, "loss": open_[i].loss}
+                elif "run" in cmd:
+                    record = {"ok": True, "times": open_[i].run(cmd["warmup"], cmd["steps"])}
+                else:
+                    placed = open_.pop(i, None)
+                    if placed is not None:
+                        placed.session.close()
+                    record = {"ok": True}
+            except tf.errors.OpError as e:
+                record = {"ok": False, "error": f"{type(e).__name__}: {_tf_message(e.message)}"}
+            except Exception as e:  # noqa: BLE001 - reported to the parent, not swallowed
+                record = {"ok": False, "error": f"{type(e).__name__}: {_first_line(str(e))}"}
+            print(json.dumps({"i": i, **record}), flush=True)
+    finally:
+        for placed in open_.values():
+            placed.session.close()
+        if job["target"]:
+            try:  # free what the servers still hold of these placements
+                tf.compat.v1.Session.reset(job["target"])
+            except tf.errors.OpError:
+                pass
 
 
 def main(argv: list[str]) -> int:
@@ -74,23 +134,14 @@ def main(argv: list[str]) -> int:
     from gplace.real.procs import die_with_parent
     die_with_parent(int(argv[0]) if argv else 0)
     job, graph_bytes, placements = read_job(sys.stdin.buffer)  # before TF: the parent waits
+    if job.get("cores"):  # off the servers' cores where the machine has cores to spare
+        os.sched_setaffinity(0, job["cores"])
     from gplace.tfimport import tensorflow
     tf = tensorflow()
     graph_def = tf.compat.v1.GraphDef()
     graph_def.ParseFromString(graph_bytes)
-    for i in range(job["start"], len(placements)):
-        try:
-            record = run_one(tf, graph_def, job, placements[i])
-        except tf.errors.OpError as e:
-            record = {"ok": False, "error": f"{type(e).__name__}: {_tf_message(e.message)}"}
-        except Exception as e:  # noqa: BLE001 - reported to the parent, not swallowed
-            record = {"ok": False, "error": f"{type(e).__name__}: {_first_line(str(e))}"}
-        if job["target"]:
-            try:  # free the servers' variables of this placement before the next one
-                tf.compat.v1.Session.reset(job["target"])
-            except tf.errors.OpError:
-                pass
-        print(json.dumps({"index": i, **record}), flush=True)
+    print(json.dumps({"ready": True}), flush=True)
+    serve(tf, graph_def, job, placements, (l.decode() for l in sys.stdin.buffer))
     return 0
 
 

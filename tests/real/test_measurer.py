@@ -9,7 +9,7 @@ import time
 import numpy as np
 import pytest
 
-from tests.real.conftest import child_pids, tiny_step_graph
+from tests.real.conftest import child_pids, fixed_steps, tiny_step_graph
 
 
 def problem_for(graph_def, memory_bytes=None):
@@ -37,15 +37,16 @@ def test_two_process_placement_gives_the_unplaced_loss(procs):
     problem = problem_for(gd)
     placement = split_placement(problem)
     assert len(np.unique(problem.expand(placement))) == 2
-    with RealMeasurer(problem, gd, RealConfig(warmup_steps=1, timed_steps=2), tasks=procs) as m:
+    with RealMeasurer(problem, gd, RealConfig(protocol=fixed_steps(2)), tasks=procs) as m:
         result = m.measure(placement[None])
     assert result.feasible[0], m.last_reasons
     r = m.last_results[0]
     assert len(r.times_s) == 2 and r.step_time_s > 0 and r.reason == ""
+    assert r.low_s <= r.step_time_s <= r.high_s
     # the same graph, unplaced, in this process (fixed-seed initializer, constant inputs)
     names = [n.name for n in gd.node]
     job = {"target": "", "fetch": "step_loss", "warmup": 0, "steps": 1, "timeout_s": 60,
-           "threads": 1, "op_names": [], "tf_devices": []}
+           "threads": 1, "cores": None, "op_names": [], "tf_devices": []}
     unplaced = run_one(tensorflow(), gd, job, np.zeros(0, np.int64))
     assert names and r.loss == pytest.approx(unplaced["loss"], rel=1e-6)
 
@@ -82,7 +83,7 @@ def test_server_killed_mid_measurement_is_infeasible_and_nothing_is_left():
     problem = problem_for(gd)
     placement = split_placement(problem)[None]
     before = child_pids()
-    m = RealMeasurer(problem, gd, RealConfig(warmup_steps=0, timed_steps=1000, timeout_s=300))
+    m = RealMeasurer(problem, gd, RealConfig(protocol=fixed_steps(1000, warmup=0), timeout_s=300))
     m.tasks.start()
     victim = m.tasks.procs[1].pid
     killer = threading.Timer(15.0, lambda: os.kill(victim, signal.SIGKILL))
@@ -90,7 +91,7 @@ def test_server_killed_mid_measurement_is_infeasible_and_nothing_is_left():
     try:
         dead = m.measure(placement)
         reason = m.last_reasons[0]
-        m.config = RealConfig(warmup_steps=0, timed_steps=1)
+        m.config = RealConfig(protocol=fixed_steps(1, warmup=0))
         again = m.measure(placement)  # on restarted servers
     finally:
         killer.cancel()
@@ -127,8 +128,28 @@ def test_local_cluster_runs_in_process_without_servers():
     from gplace.real.measurer import RealConfig, RealMeasurer
     gd = tiny_step_graph()
     problem = PlacementProblem.build(gplace.load_graph(gd, name="tiny"), load_cluster("local"))
-    with RealMeasurer(problem, gd, RealConfig(warmup_steps=0, timed_steps=2)) as m:
+    with RealMeasurer(problem, gd, RealConfig(protocol=fixed_steps(2, warmup=0))) as m:
         assert m.tasks is None
         result = m.measure(np.zeros((1, problem.num_units), np.int64))
     assert result.feasible[0], m.last_reasons
     assert m.last_results[0].loss is not None
+
+
+def test_interleaved_placements_keep_their_own_variables(procs):
+    """Three placements open at once on the same servers, visited in turn: each session has
+    its own variables (isolate_session_state), so each first loss is the unplaced one."""
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    gd = tiny_step_graph()
+    problem = problem_for(gd)
+    p = np.stack([np.zeros(problem.num_units, np.int64), np.ones(problem.num_units, np.int64),
+                  split_placement(problem)])
+    before = child_pids()
+    with RealMeasurer(problem, gd, RealConfig(protocol=fixed_steps(4, per_visit=2)),
+                      tasks=procs) as m:
+        result = m.measure(p)
+    assert result.feasible.all(), m.last_reasons
+    losses = [r.loss for r in m.last_results]
+    assert losses[0] == pytest.approx(losses[1], rel=1e-6) == pytest.approx(losses[2], rel=1e-6)
+    assert all(len(r.times_s) == 4 for r in m.last_results)
+    assert m.last_load is not None and m.last_load.wall_s > 0
+    assert child_pids() == before  # the runner child is gone

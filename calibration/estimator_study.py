@@ -1,0 +1,113 @@
+"""Which estimator of a placement's step time repeats best on this shared machine? (issue 17)
+
+    .venv/bin/python calibration/estimator_study.py measure OUT.json G.pb [G.pb ...] [--steps 24]
+    .venv/bin/python calibration/estimator_study.py analyse OUT.json [OUT2.json ...]
+
+``measure``: the calibration placements of each graph (gplace.calibrate.calibration_placements,
+24 per graph), each measured for a fixed number of timed steps by the interleaved protocol
+(rounds of 1 warm-up + 3 timed steps per placement), all steps kept in the order they ran.
+``analyse``: splits every placement's visits into two interleaved halves (odd and even visits:
+both halves saw the same stretch of load), computes each estimator on each half and reports
+the Kendall tau between the halves over a graph's placements (how well the estimator ranks
+against itself) and the median relative difference between the halves; the estimator with the
+highest tau at the same steps is the one to use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+ESTIMATORS = {
+    "min": lambda t: float(np.min(t)),
+    "q10": lambda t: float(np.quantile(t, 0.10)),
+    "q25": lambda t: float(np.quantile(t, 0.25)),
+    "median": lambda t: float(np.median(t)),
+    "trim20": lambda t: float(np.mean(np.sort(t)[int(0.2 * len(t)): len(t) - int(0.2 * len(t))])),
+    "mean": lambda t: float(np.mean(t)),
+}
+
+
+def measure(out: Path, graphs: list[Path], steps: int, per_visit: int = 3) -> None:
+    import gplace
+    from gplace.calibrate import calibration_placements
+    from gplace.cluster import load_cluster
+    from gplace.cost import cost_model_for
+    from gplace.problem import CoarsenConfig, PlacementProblem
+    from gplace.real.load import LoadProbe
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    from gplace.real.procs import LocalProcs
+    from gplace.real.protocol import ProtocolConfig
+    proto = ProtocolConfig(steps_per_visit=per_visit, min_steps=steps, max_steps=steps,
+                           rel_width=0.0, max_s_per_placement=600.0)
+    record = {"steps": steps, "per_visit": per_visit, "graphs": []}
+    with LocalProcs(2) as procs:
+        for path in graphs:
+            graph = gplace.load_graph(path)
+            problem = PlacementProblem.build(graph, load_cluster("local-procs"),
+                                             cost_model_for(path), CoarsenConfig(32))
+            placements, labels = calibration_placements(problem, 24, 0)
+            probe, start = LoadProbe(procs.pids), time.monotonic()
+            with RealMeasurer(problem, path, RealConfig(protocol=proto, verbose=False),
+                              tasks=procs) as real:
+                real.measure(placements)
+                results = real.last_results
+            load = probe.stop()
+            print(f"{path.stem}: {time.monotonic() - start:.0f} s; {load.describe()}",
+                  file=sys.stderr)
+            record["graphs"].append({"name": path.stem, "labels": labels,
+                                     "times": [list(r.times_s) for r in results],
+                                     "load": load.as_dict()})
+    out.write_text(json.dumps(record))
+
+
+def analyse(paths: list[Path]) -> None:
+    from gplace.calibrate import kendall_tau
+    for path in paths:
+        record = json.loads(path.read_text())
+        k = record["per_visit"]
+        print(f"{path.name}: {record['steps']} steps per placement, halves of "
+              f"{record['steps'] // 2} (odd / even visits of {k})")
+        print(f"{'graph':<10} {'load':>28}  " + "  ".join(f"{e:>14}" for e in ESTIMATORS))
+        for g in record["graphs"]:
+            keep = [t for t in g["times"] if t]
+            halves = [([x for v, x in enumerate(t) if (v // k) % 2 == 0],
+                       [x for v, x in enumerate(t) if (v // k) % 2 == 1]) for t in keep]
+            cells = []
+            for f in ESTIMATORS.values():
+                a = np.array([f(h[0]) for h in halves])
+                b = np.array([f(h[1]) for h in halves])
+                rel = np.median(np.abs(a - b) / np.minimum(a, b))
+                cells.append(f"{kendall_tau(a, b):.3f} {rel:6.1%}")
+            load = g["load"]
+            print(f"{g['name']:<10} {'others %.0f%%, load %.1f' % (100 * load['others'], load['load1']):>28}  "
+                  + "  ".join(f"{c:>14}" for c in cells))
+        print("cells: Kendall tau between the halves, median relative difference\n")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure")
+    m.add_argument("out", type=Path)
+    m.add_argument("graphs", type=Path, nargs="+")
+    m.add_argument("--steps", type=int, default=24)
+    a = sub.add_parser("analyse")
+    a.add_argument("files", type=Path, nargs="+")
+    args = p.parse_args()
+    if args.cmd == "measure":
+        measure(args.out, args.graphs, args.steps)
+    else:
+        analyse(args.files)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,132 @@
+"""RealMeasurer's protocol loop against a fake runner child (no TensorFlow, no processes): the
+order of visits, warm-up per visit, early stopping, the time cap, and a lost child."""
+
+import numpy as np
+import pytest
+
+from gplace.cluster import load_cluster
+from gplace.graph import OpGraph
+from gplace.problem import PlacementProblem
+from gplace.real.measurer import RealConfig, RealMeasurer
+from gplace.real.procs import RemoteTasks
+from gplace.real.protocol import ProtocolConfig
+
+
+class FakeGraphDef:
+    node = ()
+
+    class library:
+        function = ()
+
+    def SerializeToString(self):
+        return b""
+
+
+class FakeChild:
+    """Answers like gplace.real.runner; step times per placement from ``speeds``; placement
+    ``dies_on`` kills the child on its first run."""
+    log: list = []
+    speeds = {0: 1.0, 1: 2.0, 2: 3.0}
+    noisy: set = set()
+    dies_on = None
+    started = 0
+
+    def __init__(self, job, graph_bytes, op_device, start_timeout_s, abort):
+        FakeChild.started += 1
+        self.pid, self.alive = 10**7 + FakeChild.started, True
+        self.rng = np.random.default_rng(FakeChild.started)
+
+    def call(self, cmd, timeout_s):
+        FakeChild.log.append(cmd)
+        i = cmd.get("open", cmd.get("run"))
+        if "run" in cmd and i == FakeChild.dies_on:
+            FakeChild.dies_on = None
+            return ""
+        if "open" in cmd:
+            return {"i": i, "ok": True, "loss": 0.5}
+        base = FakeChild.speeds[i]
+        spread = 0.5 if i in FakeChild.noisy else 0.001
+        return {"i": i, "ok": True,
+                "times": list(base * (1 + spread * self.rng.random(cmd["steps"])))}
+
+    def exit_reason(self):
+        return "runner exited with code -9"
+
+    def close(self):
+        pass
+
+
+@pytest.fixture
+def measurer(monkeypatch):
+    monkeypatch.setattr("gplace.real.measurer.RunnerChild", FakeChild)
+    FakeChild.log, FakeChild.noisy, FakeChild.dies_on, FakeChild.started = [], set(), None, 0
+    graph = OpGraph.from_lists([1e6, 1e6, 1e6], [4, 4, 4], edges=[(0, 1), (1, 2)])
+    problem = PlacementProblem.build(graph, load_cluster("local-procs"))
+    lines = []
+
+    def make(**protocol):
+        cfg = RealConfig(protocol=ProtocolConfig(**protocol))
+        m = RealMeasurer(problem, FakeGraphDef(), cfg, tasks=RemoteTasks(("127.0.0.1:1",)),
+                         log=lines.append)
+        m.lines = lines
+        return m
+    return make
+
+
+def placements(n_units):
+    return np.array([[0] * n_units, [1] * n_units, [0] * (n_units - 1) + [1]])
+
+
+def runs(log):
+    return [c["run"] for c in log if "run" in c]
+
+
+def test_visits_are_interleaved_with_a_warmup_each(measurer):
+    m = measurer(min_steps=6, max_steps=6, steps_per_visit=3)
+    result = m.measure(placements(m.problem.num_units))
+    assert runs(FakeChild.log) == [0, 1, 2, 2, 1, 0]  # A B C, then C B A
+    assert all(c["warmup"] == 1 and c["steps"] == 3 for c in FakeChild.log if "run" in c)
+    assert [c["open"] for c in FakeChild.log if "open" in c] == [0, 1, 2]  # before any timing
+    assert result.feasible.all() and np.allclose(result.step_time_s, [1, 2, 3], rtol=0.01)
+    assert (result.low_s <= result.step_time_s).all()
+    assert (result.step_time_s <= result.high_s).all()
+    assert any("3 placements in" in line for line in m.lines)
+
+
+def test_a_tight_placement_stops_early_and_a_noisy_one_goes_on(measurer):
+    FakeChild.noisy = {1}
+    m = measurer(min_steps=9, max_steps=30, steps_per_visit=3, rel_width=0.03)
+    m.measure(placements(m.problem.num_units))
+    counts = {i: runs(FakeChild.log).count(i) for i in range(3)}
+    assert counts[0] == counts[2] == 3   # tight after the first check (9 steps)
+    assert counts[1] == 10               # noisy: on to max_steps
+    r = m.last_results
+    assert r[0].tight and not r[1].tight and len(r[1].times_s) == 30
+    assert r[1].spread_s > r[0].spread_s
+
+
+def test_the_time_cap_ends_the_batch_after_one_visit_each(measurer):
+    m = measurer(min_steps=3, max_steps=300, steps_per_visit=3, rel_width=0.0,
+                 max_s_per_placement=0.0)
+    m.measure(placements(m.problem.num_units))
+    assert runs(FakeChild.log) == [0, 1, 2]
+
+
+def test_a_lost_child_fails_its_placement_and_the_rest_reopen(measurer):
+    FakeChild.dies_on = 1
+    m = measurer(min_steps=6, max_steps=6, steps_per_visit=3)
+    result = m.measure(placements(m.problem.num_units))
+    assert list(result.feasible) == [True, False, True]
+    assert m.last_results[1].reason == "runner exited with code -9"
+    assert FakeChild.started == 2
+    assert [c["open"] for c in FakeChild.log if "open" in c] == [0, 1, 2, 2, 0]  # reopened
+    assert np.isinf(result.step_time_s[1])
+
+
+def test_every_measured_placement_keeps_its_interval(measurer):
+    m = measurer(min_steps=3, max_steps=3, steps_per_visit=3)
+    p = placements(m.problem.num_units)
+    m.measure(p)
+    r = m.result_of(p[2])
+    assert r is not None and r.feasible and r.low_s <= r.step_time_s <= r.high_s
+    assert "ms (interval" in r.describe()
