@@ -41,7 +41,7 @@ def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager=True):
         nx = loop.plan(a, devs, col, b, w, shift)
         done = loop.run(a, w, shift, busy[b])
     step[b] = w.end.max() if a.num_ops else 0.0
-    m = memory.events(a, w, w.sweep, w.free, step[b])
+    m = memory.events(a, w, w.sweep, nx, step[b])
     memory.peak(w.sweep, m, step[b], w.params, peak[b])
     oom[b] = (peak[b] > a.capacity).any()
     nxs[b] = nx

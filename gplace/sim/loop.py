@@ -54,13 +54,13 @@ class Work(NamedTuple):
     xf: np.ndarray         # (edges,) the link is free again
     xa: np.ndarray         # (edges,) usable at the receiver
     order: np.ndarray      # (edges,) int32: transfers in the order they were sent
-    xo: np.ndarray         # (ops,) int32: op -> its first transfer (its outputs' in order)
-    xn: np.ndarray         # (ops,) int32: op -> its number of transfers
+    copy: np.ndarray       # (edges,) int32: the copy an edge reads: its output j (the local
+    #                        copy) or outputs + x (the copy transfer x brought) (memory.events)
+    xat: np.ndarray        # (devices,) int32: transfer of the output being sent there
     last: np.ndarray       # (2 * channels,) int64: time bits and key last sent on a channel
     arrive: np.ndarray     # (devices,) arrival there of the output being sent (-1: queued)
     seen: np.ndarray       # (devices,) int32: last output sent to each device (plan)
     params: np.ndarray     # (devices,) int64 parameter bytes
-    free: np.ndarray       # (devices,) scratch of memory.events
     sweep: Sweep           # scratch of the memory sweep
 
 
@@ -77,9 +77,9 @@ def new_work(a):
                 np.zeros(n_out + 1, i), np.zeros(x, i),
                 np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
                 np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
-                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(n, i), np.zeros(n, i),
+                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(ne + 1, i), np.zeros(nd, i),
                 np.zeros(2 * a.num_channels, np.int64), np.zeros(nd, f), np.zeros(nd, i),
-                np.zeros(nd, np.int64), np.zeros(nd, f), new_sweep(m, nd))
+                np.zeros(nd, np.int64), new_sweep(m, n_out + ne + 1, nd))
 
 
 @njit(cache=True)
@@ -99,32 +99,35 @@ def place(a, devs, col, b, w):
 
 @njit(cache=True)
 def plan(a, devs, col, b, w, shift):
-    """``place``, then the row's transfers into w.xptr, w.xo / w.xn and the w.x* columns, for
-    ``run``. Returns the number of transfers."""
+    """``place``, then the row's transfers into w.xptr and the w.x* columns, for ``run``, and
+    w.copy. Returns the number of transfers."""
     place(a, devs, col, b, w)
     n, nd = a.num_ops, a.num_devices
-    dev, seen, xo, xn = w.dev, w.seen, w.xo, w.xn
+    dev, seen, xat, copy = w.dev, w.seen, w.xat, w.copy
     xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
     out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                       a.out_key, a.out_bytes)
     channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
     seen[:] = -1
     nx = 0
+    n_out = out_bytes.shape[0]
     for o in range(n):
         src = dev[o]
-        xo[o] = nx
         for j in range(out_ptr[o], out_ptr[o + 1]):
             xptr[j] = nx
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 dc = dev[cons_op[e]]
-                if dc != src and seen[dc] != j:
-                    seen[dc] = j
+                copy[e] = j
+                if dc == src:
+                    continue
+                if seen[dc] != j:
+                    seen[dc], xat[dc] = j, nx
                     xd[nx], xj[nx], xch[nx] = dc, j, channel[src, dc]
                     xkey[nx] = (np.int64(n + out_key[j] * nd + dc) << shift) | nx
                     xdur[nx] = out_bytes[j] / bandwidth[src, dc]
                     xlat[nx] = latency[src, dc]
                     nx += 1
-        xn[o] = nx - xo[o]
+                copy[e] = n_out + xat[dc]
     xptr[out_bytes.shape[0]] = nx
     return nx
 
@@ -237,13 +240,14 @@ def run_eager(a, w, shift, busy):
     dev, ready, pending, start, end, h = w.dev, w.ready, w.pending, w.start, w.end, w.heap
     lane_free, chan_free, dur, seen, arr, last = (w.lane_free, w.chan_free, w.dur, w.seen,
                                                   w.arrive, w.last)
-    xd, xj, xch, xdur, xlat, xs, xf, xa, xo, xn = (w.xd, w.xj, w.xch, w.xdur, w.xlat, w.xs,
-                                                   w.xf, w.xa, w.xo, w.xn)
+    xd, xj, xch, xdur, xlat, xs, xf, xa, xat, copy = (w.xd, w.xj, w.xch, w.xdur, w.xlat, w.xs,
+                                                      w.xf, w.xa, w.xat, w.copy)
     out_ptr, cons_ptr, cons_op, lane_ptr, out_key = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                      a.lane_ptr, a.out_key)
     ctrl_ptr, ctrl_op, latency, key, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.op_key, a.sources
     channel, bandwidth, out_bytes, eager = a.channel, a.bandwidth, a.out_bytes, a.eager
     mask = (np.int64(1) << shift) - 1
+    n_out = out_bytes.shape[0]
     lane_free[:] = 0.0
     chan_free[:] = 0.0
     busy[:] = 0.0
@@ -280,16 +284,16 @@ def run_eager(a, w, shift, busy):
             busy[d] += dur[o]
             done += 1
             ben = bits(en)
-            xo[o] = nx
             for j in range(out_ptr[o], out_ptr[o + 1]):
                 for e in range(cons_ptr[j], cons_ptr[j + 1]):
                     c = cons_op[e]
                     dc = dev[c]
                     if dc == d:
+                        copy[e] = j
                         _available(c, en, ready, pending, h, qs, key, shift)
                         continue
                     if seen[dc] != j:  # the first consumer there: send j
-                        seen[dc] = j
+                        seen[dc], xat[dc] = j, nx
                         ch = channel[d, dc]
                         k = np.int64(n + out_key[j] * nd + dc)
                         xd[nx], xj[nx] = dc, j
@@ -309,9 +313,9 @@ def run_eager(a, w, shift, busy):
                             xlat[nx], arr[dc] = latency[d, dc], -1.0
                             _queue(h, qs, ben, (k << shift) | nx)
                         nx += 1
+                    copy[e] = n_out + xat[dc]
                     if arr[dc] >= 0.0:
                         _available(c, arr[dc], ready, pending, h, qs, key, shift)
-            xn[o] = nx - xo[o]
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]

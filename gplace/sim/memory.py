@@ -1,12 +1,14 @@
 """Peak memory per device of one simulated step, from the schedule that ``gplace.sim.loop``
 left in a ``Work`` (the reference's ``_peak_memory``, over arrays).
 
-* ``events``: one pass over the ops finds when each copy of each output can be freed (the
-  last of: its op's end, its consumers' ends on that device, the arrivals of its transfers,
-  for the sender's copy) and writes the step's allocations and frees as rows
-  (time, bytes << DEV_BITS | device), bytes > 0 allocated, < 0 freed. In passing it sums,
-  per device and time bucket (``buckets`` equal slices of the step), the bytes allocated and
-  the net change.
+* ``events``: finds when each copy of each output can be freed (the last of: its op's end,
+  its consumers' ends on that device, the arrivals of its transfers, for the sender's copy)
+  and writes the step's allocations and frees as rows (time, bytes << DEV_BITS | device),
+  bytes > 0 allocated, < 0 freed. In passing it sums, per device and time bucket (``buckets``
+  equal slices of the step), the bytes allocated and the net change. Flat loops over outputs,
+  transfers, edges (each reads the copy the event loop noted, ``Work.copy``) and ops, without
+  branches on the data: nested loops of a few irregular trips each mispredicted their exits,
+  and cost half of the pass.
 * ``peak``: the live bytes L(t) after all events at time t peak at some event time, and the
   reference's sweep (frees before allocations within an instant) finds exactly max_t L(t).
   L at the end of a bucket is a value L takes, so max over buckets of it is a lower bound; a
@@ -36,7 +38,9 @@ class Sweep(NamedTuple):
     so_b: np.ndarray
     tmp_t: np.ndarray  # (rows,) radix sort buffer
     tmp_b: np.ndarray
+    ev_k: np.ndarray   # (rows,) int32 device * buckets + bucket of each row
     count: np.ndarray  # (rows + 64,) int64 digit counts of the sort
+    cfree: np.ndarray  # (copies,) when each copy goes: outputs' own, then transfers'
     alloc: np.ndarray  # (devices * buckets,) int64 bytes allocated in each bucket
     net: np.ndarray    # (devices * buckets,) int64 net change, then L at the bucket's start
     live: np.ndarray   # (devices,) int64
@@ -44,13 +48,14 @@ class Sweep(NamedTuple):
 
 
 @njit(cache=True)
-def new_sweep(rows, devices):
+def new_sweep(rows, copies, devices):
     buckets = 16
     while buckets < 1024 and buckets * devices * 16 < rows:
         buckets *= 2
     f, i = np.float64, np.int64
     return Sweep(np.zeros(rows, f), np.zeros(rows, i), np.zeros(rows, f), np.zeros(rows, i),
-                 np.zeros(rows, f), np.zeros(rows, i), np.zeros(rows + 64, i),
+                 np.zeros(rows, f), np.zeros(rows, i), np.zeros(rows, np.int32),
+                 np.zeros(rows + 64, i), np.zeros(copies, f),
                  np.zeros(devices * buckets, i), np.zeros(devices * buckets, i),
                  np.zeros(devices, i), np.zeros(devices, i))
 
@@ -62,57 +67,50 @@ def _bucket(t, scale, top):
 
 
 @njit(cache=True, inline="always")
-def _row(ev_t, ev_b, net, alloc, i, t, nbytes, d, scale, buckets):
-    """Writes row i and adds it to its bucket's sums; returns i + 1."""
-    ev_t[i], ev_b[i] = t, (nbytes << DEV_BITS) | d
+def _row(r, i, t, nbytes, d, scale, buckets):
+    """Writes row i into r = (ev_t, ev_b, ev_k, net, alloc) and adds it to its bucket's sums;
+    returns i + 1, or i if nbytes is 0 (the row is overwritten later: no branch)."""
+    ev_t, ev_b, ev_k, net, alloc = r
     k = d * buckets + _bucket(t, scale, buckets - 1)
+    ev_t[i], ev_b[i], ev_k[i] = t, (nbytes << DEV_BITS) | d, k
     net[k] += nbytes
-    if nbytes > 0:
-        alloc[k] += nbytes
-    return i + 1
+    alloc[k] += max(nbytes, 0)
+    return i + (nbytes != 0)
 
 
 @njit(cache=True)
-def events(a, w, s, free, step):
-    """Rows into s.ev_t / s.ev_b, bucket sums into s.alloc / s.net; ``free`` is (devices,)
-    scratch, ``step`` the last op's end. Returns the number of rows."""
-    dev, start, end, xd, xa, xj, xo, xn = w.dev, w.start, w.end, w.xd, w.xa, w.xj, w.xo, w.xn
-    ev_t, ev_b, net, alloc = s.ev_t, s.ev_b, s.net, s.alloc
-    out_ptr, out_bytes, cons_ptr, cons_op = a.out_ptr, a.out_bytes, a.cons_ptr, a.cons_op
-    temp_of, out_total = a.temp, a.out_total
-    buckets = net.shape[0] // a.num_devices
+def events(a, w, s, nx, step):
+    """Rows into s.ev_t / s.ev_b / s.ev_k, bucket sums into s.alloc / s.net, from the schedule
+    in ``w`` with its ``nx`` transfers; ``step`` is the last op's end. Returns the number of
+    rows."""
+    dev, start, end, xd, xa, xj, copy = w.dev, w.start, w.end, w.xd, w.xa, w.xj, w.copy
+    out_owner, out_bytes, cons_op = a.out_owner, a.out_bytes, a.cons_op
+    temp_of, out_total, cfree = a.temp, a.out_total, s.cfree
+    r = s.ev_t, s.ev_b, s.ev_k, s.net, s.alloc  # arrays out of the record (loop.plan)
+    n_out, nd = out_bytes.shape[0], a.num_devices
+    buckets = s.net.shape[0] // nd
     scale = buckets / step if step > 0.0 else 0.0
-    net[:] = 0
-    alloc[:] = 0
+    s.net[:] = 0
+    s.alloc[:] = 0
+    for j in range(n_out):  # an output's own copy: until its op ends, ...
+        cfree[j] = end[out_owner[j]]
+    for x in range(nx):  # ... and every transfer of it arrived; a copy sent: from arrival
+        cfree[n_out + x] = xa[x]
+        cfree[xj[x]] = max(cfree[xj[x]], xa[x])
+    for e in range(cons_op.shape[0]):  # every copy: until its last reader ends
+        cfree[copy[e]] = max(cfree[copy[e]], end[cons_op[e]])
     i = 0
-    for o in range(a.num_ops):
+    for j in range(n_out):
+        i = _row(r, i, cfree[j], -out_bytes[j], dev[out_owner[j]], scale, buckets)
+    for x in range(nx):
+        nbytes = out_bytes[xj[x]]
+        i = _row(r, i, xa[x], nbytes, xd[x], scale, buckets)
+        i = _row(r, i, cfree[n_out + x], -nbytes, xd[x], scale, buckets)
+    for o in range(a.num_ops):  # outputs and scratch from the start, scratch to the end
         d = dev[o]
-        x1, x_end = xo[o], xo[o] + xn[o]  # the op's transfers, by output
-        for j in range(out_ptr[o], out_ptr[o + 1]):
-            x0 = x1
-            while x1 < x_end and xj[x1] == j:
-                x1 += 1
-            nbytes = out_bytes[j]
-            if nbytes == 0:
-                continue
-            free[d] = end[o]
-            for x in range(x0, x1):
-                free[xd[x]] = xa[x]
-                free[d] = max(free[d], xa[x])
-            for e in range(cons_ptr[j], cons_ptr[j + 1]):
-                c = cons_op[e]
-                free[dev[c]] = max(free[dev[c]], end[c])
-            i = _row(ev_t, ev_b, net, alloc, i, free[d], -nbytes, d, scale, buckets)
-            for x in range(x0, x1):
-                dd = xd[x]
-                i = _row(ev_t, ev_b, net, alloc, i, xa[x], nbytes, dd, scale, buckets)
-                i = _row(ev_t, ev_b, net, alloc, i, free[dd], -nbytes, dd, scale, buckets)
         temp = temp_of[o, d]
-        size = temp + out_total[o]
-        if size != 0:
-            i = _row(ev_t, ev_b, net, alloc, i, start[o], size, d, scale, buckets)
-        if temp != 0:
-            i = _row(ev_t, ev_b, net, alloc, i, end[o], -temp, d, scale, buckets)
+        i = _row(r, i, start[o], temp + out_total[o], d, scale, buckets)
+        i = _row(r, i, end[o], -temp, d, scale, buckets)
     return i
 
 
@@ -188,11 +186,10 @@ def peak(s, m, step, params, high):
     high[:] = 0
     if m > 0 and _bound(s, high) > 0:
         c = 0  # the rows of the candidate buckets
+        ev_k = s.ev_k
         for i in range(m):
-            d = ev_b[i] & DEV_MASK
-            if alloc[d * buckets + _bucket(ev_t[i], scale, buckets - 1)] >= 0:
-                so_t[c], so_b[c] = ev_t[i], ev_b[i]
-                c += 1
+            so_t[c], so_b[c] = ev_t[i], ev_b[i]
+            c += alloc[ev_k[i]] >= 0
         top = max(1, c - 1)
         _sort(so_t, so_b, s.tmp_t, s.tmp_b, s.count, c, top / step if step > 0.0 else 0.0, top)
         at[:] = -1
