@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +83,11 @@ class PlacementResult:
     heuristics: dict[str, PlaceResult]
     source: Any                      # what was imported: a path, a GraphDef or a tf.Graph
     start_step_time_s: float = np.inf  # best of the zero-shot and heuristic starts
+    # --measure real: name -> (step time, interval low, high) of the final head-to-head batch
+    # ("chosen", "single", every feasible heuristic, "gnn"), and the placements tied with the
+    # fastest there (their intervals overlap), which were not ranked against each other
+    intervals: dict = field(default_factory=dict)
+    ties: tuple = ()
 
     @property
     def placement(self) -> dict[str, str]:
@@ -125,7 +130,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model_for(model))
     # The measurer closes on any exit (real measurement: its TF server processes stop).
-    with _measurer(problem, measure, model, allow_unsafe) as measurer:
+    with _measurer(problem, measure, model, allow_unsafe, log) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         bar = _progress_bar(finetune) if progress and finetune else None
         tuned = placer.place(problem, measurer, finetune,
@@ -133,14 +138,51 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
                              progress=bar.update_to if bar else None)
         if bar:
             bar.close()
+        best = tuned
+        intervals, ties = {}, ()
+        if measure == "real" and tuned.feasible:
+            best, heuristics, intervals, ties = _head_to_head(measurer, tuned, heuristics)
         best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
         if not tuned.feasible and not best_h.feasible:
             raise GplaceError(_shortfall_message(problem, measurer, heuristics))
-    summary = _summary(graph, problem, tuned, heuristics, why, measure, start,
-                       _chosen(tuned, best_h, heuristics))
-    return PlacementResult(graph, problem, tuned.placement, tuned.step_time_s, summary, tuned,
+    summary = _summary(graph, problem, best, heuristics, why, measure, start,
+                       _chosen(best, best_h, heuristics))
+    return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
-                           float(tuned.info.get("start_step_time_s", np.inf)))
+                           float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
+
+
+def _head_to_head(measurer, tuned: PlaceResult, heuristics: dict[str, PlaceResult]):
+    """--measure real: the fine-tuned placement and every feasible heuristic's, measured again
+    in one interleaved batch, so that all the reported times saw the same load. Placements
+    whose intervals overlap the fastest's are tied (gplace.measure.tied): among them the first
+    heuristic in CHEAP_ORDER is returned rather than a placement ahead by noise alone.
+    Returns (chosen PlaceResult, heuristics with these times, intervals, tied names)."""
+    from gplace.measure import tied
+    names = [n for n, r in heuristics.items() if r.feasible] + ["gnn"]
+    placements = [heuristics[n].placement for n in names[:-1]] + [tuned.placement]
+    keys = list(dict.fromkeys(p.tobytes() for p in placements))  # distinct, first seen first
+    row = {k: i for i, k in enumerate(keys)}
+    m = measurer.measure(np.stack([np.frombuffer(k, np.int64) for k in keys]))
+    t = np.where(m.feasible, m.step_time_s, np.inf)
+    fastest = int(np.argmin(t))
+    if not np.isfinite(t[fastest]):  # nothing ran this time: keep what fine-tuning measured
+        return tuned, heuristics, {}, ()
+    pick = next(n for n, p in zip(names, placements)  # names: heuristics first, "gnn" last
+                if tied(m, row[p.tobytes()], fastest) and np.isfinite(t[row[p.tobytes()]]))
+    out = dict(heuristics)
+    intervals = {}
+    for n, p in zip(names, placements):
+        i = row[p.tobytes()]
+        intervals[n] = (float(t[i]), float(m.low_s[i]), float(m.high_s[i]))
+        if n != "gnn":
+            out[n] = heuristics[n]._replace(step_time_s=float(t[i]), feasible=bool(m.feasible[i]))
+    chosen_p = placements[names.index(pick)]
+    best = tuned._replace(placement=chosen_p, step_time_s=intervals[pick][0])
+    intervals["chosen"] = intervals[pick]
+    ties = tuple(n for n, p in zip(names, placements)
+                 if n != pick and tied(m, row[p.tobytes()], row[chosen_p.tobytes()]))
+    return best, out, intervals, ties
 
 
 def _chosen(tuned: PlaceResult, best_h: PlaceResult, heuristics: dict[str, PlaceResult]) -> str:
@@ -157,17 +199,20 @@ def _chosen(tuned: PlaceResult, best_h: PlaceResult, heuristics: dict[str, Place
     return "gnn (fine-tuned)"
 
 
-def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: bool = False):
+def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: bool = False,
+              log=sys.stderr):
     if measure == "sim":
         return SimMeasurer(problem)
     if measure == "real":
+        from tqdm import tqdm
         from gplace.real import RealConfig, RealMeasurer
         from gplace.report import source_graph_def
         graph_def = source_graph_def(source)
         if graph_def is None:
             raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
                               "tf.Graph), not an OpGraph")
-        return RealMeasurer(problem, graph_def, RealConfig(allow_unsafe=allow_unsafe))
+        say = lambda s: tqdm.write(f"gplace real: {s}", file=log)  # noqa: E731 - under the bar
+        return RealMeasurer(problem, graph_def, RealConfig(allow_unsafe=allow_unsafe), log=say)
     raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
 
 

@@ -58,24 +58,32 @@ def run(args) -> int:
         print(render(result.summary, None, args.json))
         raise GplaceError(f"could not write the results to {out} ({e.strerror or e}); nothing "
                           f"was written there; the result is printed above") from None
-    print(render(result.summary, files, args.json))
+    print(render(result.summary, files, args.json, result.intervals, result.ties))
     return 0
 
 
-def render(s, files: list | None, as_json: bool) -> str:
+def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
+           ties: tuple = ()) -> str:
     """The PlaceSummary as text, or as one JSON object; ``files`` None when they were not
-    written."""
+    written; ``intervals`` (name -> step time, low, high) and ``ties`` from --measure real."""
+    intervals = intervals or {}
     if as_json:
-        return json.dumps({**s.as_dict(), "out": str(files[0].parent) if files else None})
+        extra = {"intervals_s": intervals, "ties": list(ties)} if intervals else {}
+        return json.dumps({**s.as_dict(), **extra,
+                           "out": str(files[0].parent) if files else None})
     best = s.best_heuristic
     bound = ("from the cost model" if s.measure == "sim" else
              "from the cost model's profiled op times, not scaled to this machine: it bounds "
              "simulated step times, not measured ones")
+    tie = (f"; tied with {', '.join(ties)} (intervals overlap: not ranked)" if ties else "")
     lines = [
         f"{s.graph}: {s.ops:,} ops in {s.units} units; {s.cluster_choice}",
-        f"step time        {_ms(s.step_time_s)} ({s.step_times}); found by {s.chosen}",
-        f"single device    {_ms(s.single_device_s)} ({s.speedup_vs_single:.2f}x slower)",
-        f"best heuristic   {best.name or 'none fits'} {_ms(best.step_time_s)}",
+        f"step time        {_ms(s.step_time_s)}{_interval(intervals.get('chosen'))} "
+        f"({s.step_times}); found by {s.chosen}{tie}",
+        f"single device    {_ms(s.single_device_s)}{_interval(intervals.get('single'))} "
+        f"({s.speedup_vs_single:.2f}x slower)",
+        f"best heuristic   {best.name or 'none fits'} {_ms(best.step_time_s)}"
+        f"{_interval(intervals.get(best.name))}",
         f"zero-shot        {_ms(s.zero_shot_step_time_s)}",
         f"lower bound      {_ms(s.lower_bound_s)} ({bound})",
         f"samples          {s.samples} in {s.wall_s:.1f} s",
@@ -83,6 +91,13 @@ def render(s, files: list | None, as_json: bool) -> str:
         f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
     ]
     return "\n".join(lines)
+
+
+def _interval(entry) -> str:
+    """' [11.92-12.80]' from (step time, low, high) in seconds; '' without one."""
+    if not entry:
+        return ""
+    return f" [90% interval {entry[1] * 1e3:.3f}-{entry[2] * 1e3:.3f}]"
 
 
 def _ms(seconds: float | None) -> str:
