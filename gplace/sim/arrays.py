@@ -41,6 +41,7 @@ class SimArrays(NamedTuple):
     out_total: np.ndarray    # (ops,) int64: bytes of all outputs of the op
     cons_ptr: np.ndarray     # (outputs+1,) int32
     cons_op: np.ndarray      # (forward data edges,) int32
+    cons_out: np.ndarray     # (forward data edges,) int32: the output each edge reads
     ctrl_ptr: np.ndarray     # (ops+1,) int32
     ctrl_op: np.ndarray      # (forward control edges,) int32
     indeg: np.ndarray        # (ops,) int32: forward data + control in-edges
@@ -101,7 +102,8 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         param_bytes=g.param_bytes[order].astype(np.int64), out_ptr=out_ptr,
         out_owner=out_owner, out_key=out_key.astype(np.int32), out_bytes=out_bytes,
         out_total=np.diff(np.concatenate([[0], np.cumsum(out_bytes)])[out_ptr]).astype(np.int64),
-        cons_ptr=cons_ptr, cons_op=cons_op, ctrl_ptr=ctrl_ptr, ctrl_op=ctrl_op,
+        cons_ptr=cons_ptr, cons_op=cons_op,
+        cons_out=np.repeat(np.arange(n_out, dtype=np.int32), np.diff(cons_ptr)), ctrl_ptr=ctrl_ptr, ctrl_op=ctrl_op,
         indeg=indeg.astype(np.int32),
         lane_ptr=np.concatenate([[0], np.cumsum(lanes)]).astype(np.int32),
         channel=links.channel.astype(np.int32), bandwidth=links.bandwidth,

@@ -148,11 +148,10 @@ def _queue(h, q, t, k):
 
 @njit(cache=True, inline="always")
 def _available(o, t, ready, pending, h, q, key, shift):
-    if t > ready[o]:
-        ready[o] = t
-    pending[o] -= 1
-    if pending[o] == 0:
-        _queue(h, q, bits(ready[o]), (np.int64(key[o]) << shift) | o)
+    r, p = max(ready[o], t), pending[o] - 1
+    ready[o], pending[o] = r, p
+    if p == 0:
+        _queue(h, q, bits(r), (np.int64(key[o]) << shift) | o)
 
 
 @njit(cache=True)
@@ -245,7 +244,8 @@ def run_eager(a, w, shift, busy):
     out_ptr, cons_ptr, cons_op, lane_ptr, out_key = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                      a.lane_ptr, a.out_key)
     ctrl_ptr, ctrl_op, latency, key, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.op_key, a.sources
-    channel, bandwidth, out_bytes, eager = a.channel, a.bandwidth, a.out_bytes, a.eager
+    channel, bandwidth, out_bytes, eager, cons_out = (a.channel, a.bandwidth, a.out_bytes,
+                                                      a.eager, a.cons_out)
     mask = (np.int64(1) << shift) - 1
     n_out = out_bytes.shape[0]
     lane_free[:] = 0.0
@@ -284,38 +284,37 @@ def run_eager(a, w, shift, busy):
             busy[d] += dur[o]
             done += 1
             ben = bits(en)
-            for j in range(out_ptr[o], out_ptr[o + 1]):
-                for e in range(cons_ptr[j], cons_ptr[j + 1]):
-                    c = cons_op[e]
-                    dc = dev[c]
-                    if dc == d:
-                        copy[e] = j
-                        _available(c, en, ready, pending, h, qs, key, shift)
-                        continue
-                    if seen[dc] != j:  # the first consumer there: send j
-                        seen[dc], xat[dc] = j, nx
-                        ch = channel[d, dc]
-                        k = np.int64(n + out_key[j] * nd + dc)
-                        xd[nx], xj[nx] = dc, j
-                        if eager[ch]:
-                            if ben < last[2 * ch] or (ben == last[2 * ch] and k < last[2 * ch + 1]):
-                                return -1, 0
-                            last[2 * ch], last[2 * ch + 1] = ben, k
-                            begin = max(en, chan_free[ch])
-                            finish = begin + out_bytes[j] / bandwidth[d, dc]
-                            chan_free[ch] = finish
-                            arrive = finish + latency[d, dc]
-                            if not arrive > en:
-                                return -1, 0
-                            xs[nx], xf[nx], xa[nx], arr[dc] = begin, finish, arrive, arrive
-                        else:
-                            xch[nx], xdur[nx] = ch, out_bytes[j] / bandwidth[d, dc]
-                            xlat[nx], arr[dc] = latency[d, dc], -1.0
-                            _queue(h, qs, ben, (k << shift) | nx)
-                        nx += 1
-                    copy[e] = n_out + xat[dc]
-                    if arr[dc] >= 0.0:
-                        _available(c, arr[dc], ready, pending, h, qs, key, shift)
+            for e in range(cons_ptr[out_ptr[o]], cons_ptr[out_ptr[o + 1]]):  # by output
+                j, c = cons_out[e], cons_op[e]
+                dc = dev[c]
+                if dc == d:
+                    copy[e] = j
+                    _available(c, en, ready, pending, h, qs, key, shift)
+                    continue
+                if seen[dc] != j:  # the first consumer there: send j
+                    seen[dc], xat[dc] = j, nx
+                    ch = channel[d, dc]
+                    k = np.int64(n + out_key[j] * nd + dc)
+                    xd[nx], xj[nx] = dc, j
+                    if eager[ch]:
+                        if ben < last[2 * ch] or (ben == last[2 * ch] and k < last[2 * ch + 1]):
+                            return -1, 0
+                        last[2 * ch], last[2 * ch + 1] = ben, k
+                        begin = max(en, chan_free[ch])
+                        finish = begin + out_bytes[j] / bandwidth[d, dc]
+                        chan_free[ch] = finish
+                        arrive = finish + latency[d, dc]
+                        if not arrive > en:
+                            return -1, 0
+                        xs[nx], xf[nx], xa[nx], arr[dc] = begin, finish, arrive, arrive
+                    else:
+                        xch[nx], xdur[nx] = ch, out_bytes[j] / bandwidth[d, dc]
+                        xlat[nx], arr[dc] = latency[d, dc], -1.0
+                        _queue(h, qs, ben, (k << shift) | nx)
+                    nx += 1
+                copy[e] = n_out + xat[dc]
+                if arr[dc] >= 0.0:
+                    _available(c, arr[dc], ready, pending, h, qs, key, shift)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]
