@@ -28,7 +28,7 @@ class Family:
     builder: str             # "module:function" under datasets.models
     sample: Sampler          # (rng, xl) -> builder kwargs, without the optimizer
     count: int = 16
-    op_set: str = "tf"       # "tf" (plain TF ops) or "keras3" (keras.applications)
+    op_set: str = "tf"       # "tf" (plain TF ops), "keras3" or "classic" (keras.applications)
 
     def seed(self, i: int) -> int:
         return zlib.crc32(f"{self.name}:{i}".encode())
@@ -172,10 +172,11 @@ def _vae(rng, xl):
                 size=rng.choice((32, 64)) if kind == "conv" else rng.choice((784, 3072)))
 
 
-def _app(archs: tuple[str, ...], sizes: tuple[int, ...]):
+def _app(archs: tuple[str, ...], sizes: tuple[int, ...], classic: bool = False):
     def sample(rng, xl):
-        return dict(arch=rng.choice(archs), batch=rng.choice((4, 8, 16)), size=rng.choice(sizes),
-                    classes=rng.choice((100, 1000)))
+        kwargs = dict(arch=rng.choice(archs), batch=rng.choice((4, 8, 16)),
+                      size=rng.choice(sizes), classes=rng.choice((100, 1000)))
+        return {**kwargs, "classic": True} if classic else kwargs
     return sample
 
 
@@ -197,8 +198,10 @@ FAMILIES = [
     Family("mlp_mixer", "mixer:mlp_mixer", _mixer),
     Family("vae", "vae:vae", _vae),
     Family("convnext", "cnn:keras_app", _app(("ConvNeXtTiny",), (32, 64)), 5, "keras3"),
+    # Keras 3 has no RegNet (keras.applications lacks it); tf_keras has it: classic op set.
     Family("regnet", "cnn:keras_app", _app(("RegNetX002", "RegNetX004", "RegNetY002",
-                                            "RegNetY004", "RegNetX008"), (64, 96)), 5, "keras3"),
+                                            "RegNetY004", "RegNetX008"), (64, 96), classic=True),
+           5, "classic"),
     Family("efficientnet_v2", "cnn:keras_app", _app(("EfficientNetV2B0", "EfficientNetV2B1"),
                                                     (64, 96)), 5, "keras3"),
 ]
