@@ -47,8 +47,13 @@ BASELINE_BUDGET = 2400
 def _finetune_tag() -> str:
     """Names the fine-tuning settings in the cache: the untrained rows depend on them."""
     import hashlib
+    import re
     from gplace.gnn.config import FinetuneConfig
-    return hashlib.sha1(repr(FinetuneConfig()).encode()).hexdigest()[:8]
+    cfg = FinetuneConfig()
+    text = repr(cfg)
+    if not cfg.learn.dagger:  # the on-policy imitation term (added later) is off: the runs are
+        text = re.sub(r", dagger=[^,]*, dagger_follow=[^,)]*", "", text)  # those cached before
+    return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
 FINETUNE_TAG = _finetune_tag()

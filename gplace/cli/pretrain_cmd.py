@@ -38,6 +38,13 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "of expert iteration; default: an untrained network)")
     p.add_argument("--ce-weight", type=float, default=c.learn.ce_weight,
                    help=f"weight of the elite cross-entropy (default: {c.learn.ce_weight})")
+    p.add_argument("--dagger", type=float, default=c.learn.dagger,
+                   help="weight of the cross-entropy towards each problem's best elite along the "
+                        "policy's own greedy schedule (DAgger-style; default: "
+                        f"{c.learn.dagger}, off)")
+    p.add_argument("--dagger-follow", type=float, default=c.learn.dagger_follow,
+                   help="probability that that schedule follows the elite at a decision "
+                        f"(default: {c.learn.dagger_follow})")
     p.add_argument("--elite-size", type=int, default=c.learn.elite_size,
                    help=f"placements in each problem's elite set (default: {c.learn.elite_size})")
     p.add_argument("--ppo-epochs", type=int, default=c.learn.ppo_epochs,
@@ -75,15 +82,18 @@ def run(args) -> int:
                       (args.expert_budget < 0, "--expert-budget must be >= 0"),
                       (args.ce_weight < 0, "--ce-weight must be >= 0"),
                       (args.elite_size < 1, "--elite-size must be >= 1"),
+                      (args.dagger < 0, "--dagger must be >= 0"),
+                      (not 0 <= args.dagger_follow <= 1, "--dagger-follow must be in [0, 1]"),
                       (args.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
                       (not 0 <= args.ema_decay < 1, "--ema-decay must be in [0, 1)"),
                       (args.expert_from is not None and args.expert_budget == 0,
                        "--expert-from needs --expert-budget > 0")):
         if bad:
             raise ConfigError(rule)
-    if args.samples == 0 and (args.ce_weight == 0 or args.expert_budget == 0):
+    if args.samples == 0 and ((args.ce_weight == 0 and args.dagger == 0)
+                              or args.expert_budget == 0):
         raise ConfigError("--samples 0 (imitation only) needs --expert-budget > 0 and "
-                          "--ce-weight > 0: there would be nothing to learn from")
+                          "--ce-weight or --dagger > 0: there would be nothing to learn from")
     if args.expert_from is not None:
         from gplace.gnn.policy import GNNPolicy
         GNNPolicy.load(args.expert_from)  # its fields, before any work (ConfigError if bad)
@@ -96,7 +106,8 @@ def run(args) -> int:
                          expert_from=args.expert_from,
                          learn=replace(base.learn, samples=args.samples, lr=args.lr,
                                        w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
-                                       ppo_epochs=args.ppo_epochs,
+                                       ppo_epochs=args.ppo_epochs, dagger=args.dagger,
+                                       dagger_follow=args.dagger_follow,
                                        elite_size=args.elite_size))
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem

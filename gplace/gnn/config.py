@@ -17,6 +17,10 @@ class LearnConfig:
     lr: float = 1e-3             # Adam
     w0_lr_scale: float = 10.0    # the global decision weights' lr / lr (GNNPolicy.param_groups)
     temperature: float = 1.0     # rollouts and the loss use softmax(logits / temperature)
+    dagger: float = 0.0          # weight of the cross-entropy towards the best elite along the
+                                 # policy's own greedy schedule (learn.onpolicy_loss)
+    dagger_follow: float = 0.5   # ... which follows the elite at each decision with this
+                                 # probability (0: the policy's own states only)
 
 
 @dataclass(frozen=True)

@@ -196,7 +196,8 @@ class PretrainModule(L.LightningModule):
                    for s, sd in zip(states, seeds)]
         opt = self.optimizers()
         for _ in range(cfg.ppo_epochs):
-            total = sum(loss(self.policy, s, b, cfg) for s, b in zip(states, batches)) / len(states)
+            total = sum(loss(self.policy, s, b, cfg, sd)
+                        for s, b, sd in zip(states, batches, seeds)) / len(states)
             opt.zero_grad()
             self.manual_backward(total)
             opt.step()

@@ -36,7 +36,7 @@ from numba import njit
 from gplace.problem import PlacementProblem
 
 DYN_FEATURES = 8
-SAMPLE, GREEDY, FORCED = 0, 1, 2  # rollout modes
+SAMPLE, GREEDY, FORCED, MIXED = 0, 1, 2, 3  # rollout modes
 
 
 class SchedArrays(NamedTuple):
@@ -130,18 +130,22 @@ def _unit_adjacency(problem: PlacementProblem):
 
 
 def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int = 1,
-            seed: int = 0, forced: np.ndarray | None = None) -> Rollouts:
+            seed: int = 0, forced: np.ndarray | None = None, follow: float = 0.0) -> Rollouts:
     """``count`` rollouts under logits ``s + w . phi`` (``s``: (units, D), ``w``: (units, F)).
 
     ``mode``: SAMPLE draws from the softmax (uniforms from ``seed``), GREEDY takes the argmax,
-    FORCED follows ``forced`` ((count, units) placements) to record their features."""
+    FORCED follows ``forced`` ((count, units) placements) to record their features, MIXED
+    follows ``forced`` at each decision with probability ``follow`` (uniforms from ``seed``)
+    and takes the argmax otherwise: the states the policy itself reaches, for imitation along
+    its own schedule (DAgger, Ross et al. 2011)."""
     nu, nd = a.num_units, a.num_devices
     if forced is not None:
         forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
         count = forced.shape[0]
     else:
         forced = np.zeros((count, nu), np.int64)
-    u01 = np.random.default_rng(seed).random((count, nu)) if mode == SAMPLE else np.zeros((count, nu))
+    u01 = (np.random.default_rng(seed).random((count, nu)) if mode in (SAMPLE, MIXED)
+           else np.zeros((count, nu)))
     placements = np.zeros((count, nu), np.int64)
     phi = np.zeros((count, nu, nd, DYN_FEATURES), np.float32)
     mask = np.zeros((count, nu, nd), np.bool_)
@@ -151,14 +155,14 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
                           a.inv_bw, a.need, a.capacity, a.tau, s64, w64, mode, u01[k], forced[k],
-                          placements[k], phi[k], mask[k])
+                          follow, placements[k], phi[k], mask[k])
     return Rollouts(placements, phi, mask, est)
 
 
 @njit(cache=True)
 def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
              adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, mode,
-             u01, forced, unit_dev, phi, mask):
+             u01, forced, follow, unit_dev, phi, mask):
     n, nd = cost.shape[0], cost.shape[1]
     finish = np.zeros(n)
     op_dev = np.zeros(n, np.int64)
@@ -188,11 +192,11 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         if placed < 0:
             _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                       unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            if mode == 2:
+            if mode == 2 or (mode == 3 and u01[u] < follow):
                 mask[u, forced[u]] = True
                 d = forced[u]
             else:
-                d = _choose(s[u], w[u], phi[u], mask[u], mode, u01[u])
+                d = _choose(s[u], w[u], phi[u], mask[u], 1 if mode == 3 else mode, u01[u])
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]

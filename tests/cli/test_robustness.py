@@ -259,6 +259,9 @@ def build_cases(tmp: Path) -> dict[str, Case]:
                                   ("not a PyTorch policy checkpoint",), (str(tmp / "j.pt"),)),
         "ema decay 1": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--ema-decay", "1"],
                             ("--ema-decay must be in [0, 1)",)),
+        "dagger follow 2": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--dagger",
+                                 "1", "--dagger-follow", "2"],
+                                ("--dagger-follow must be in [0, 1]",)),
         # untrusted graphs, refused before any TF process starts
         "untrusted place": Case(["place", str(hostile), "--measure", "real", "--cluster",
                                  "local-procs", "--out", str(tmp / "hostile-out")],
@@ -294,6 +297,7 @@ CASES = [
     "disk fills up", "resume without checkpoint", "resume empty", "resume junk", "resume cut",
     "resume pickle", "resume foreign", "resume other model", "policy empty", "policy junk",
     "corpus missing", "imitation without experts", "experts from junk", "ema decay 1",
+    "dagger follow 2",
     "untrusted place", "untrusted calibrate",
 ]
 

@@ -6,7 +6,7 @@ import torch
 
 from gplace.cluster import load_cluster
 from gplace.gnn.learn import (LearnConfig, ProblemState, decision_logp, elite_loss, greedy, loss,
-                              sample)
+                              onpolicy_loss, sample)
 from gplace.gnn.policy import GNNPolicy
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
@@ -62,6 +62,29 @@ def test_cross_entropy_steps_make_the_elite_the_greedy_placement():
         opt.step()
     after = (greedy(policy, st) == target).mean()
     assert before < 0.5 and after > 0.9
+
+
+def test_onpolicy_imitation_makes_the_elite_the_greedy_placement():
+    """The DAgger-style term alone (labels: the elite's devices, states: the policy's own
+    schedule) teaches the elite as the forced-schedule term does, and is 0 without elites."""
+    torch.manual_seed(0)
+    st = state(3, "post-4gpu")
+    policy = GNNPolicy(hidden_channels=16, num_layers=2)
+    assert float(onpolicy_loss(policy(st.features), st, 0.0, 0).detach()) == 0.0
+    target = np.full(st.problem.num_units, st.problem.num_devices - 1)
+    st.offer(target[None], np.array([1.0]), np.array([True]))
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    before = (greedy(policy, st) == target).mean()
+    for step in range(150):
+        opt.zero_grad()
+        onpolicy_loss(policy(st.features), st, 0.0, step).backward()
+        opt.step()
+    after = (greedy(policy, st) == target).mean()
+    assert before < 0.5 and after > 0.9
+    cfg = LearnConfig(ce_weight=0.0, dagger=1.0)
+    with torch.no_grad():
+        assert float(loss(policy, st, None, cfg)) == float(
+            onpolicy_loss(policy(st.features), st, cfg.dagger_follow, 0))
 
 
 def test_ppo_loss_is_finite_and_has_gradients():

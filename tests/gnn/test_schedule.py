@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from gplace.cluster import load_cluster
-from gplace.gnn.schedule import DYN_FEATURES, FORCED, GREEDY, SAMPLE, build_sched, rollout
+from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, SAMPLE, build_sched,
+                                 rollout)
 from gplace.placers import SimMeasurer, get_placer
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
@@ -38,6 +39,27 @@ def test_forced_rollout_follows_the_placement_and_records_its_features():
     # the finish-time feature is 0 on the best device of every decision, >= 0 elsewhere
     phi0 = ro.phi[..., 0]
     assert (phi0 >= 0).all() and np.allclose(phi0.min(-1), 0.0)
+
+
+def test_mixed_rollout_follows_the_target_at_the_given_rate_and_is_greedy_elsewhere():
+    p = problem(6)
+    a = build_sched(p)
+    s, w = heft_weights(p)
+    heft = rollout(a, s, w, GREEDY).placements[0]
+    target = (heft + 1) % p.num_devices  # never HEFT's own choice
+    assert np.array_equal(rollout(a, s, w, MIXED, forced=target[None], follow=1.0).placements[0],
+                          rollout(a, s, w, FORCED, forced=target[None]).placements[0])
+    assert np.array_equal(rollout(a, s, w, MIXED, forced=target[None], follow=0.0).placements[0],
+                          heft)
+    half = rollout(a, s, w, MIXED, forced=target[None], follow=0.5, seed=3)
+    again = rollout(a, s, w, MIXED, forced=target[None], follow=0.5, seed=3)
+    assert np.array_equal(half.placements, again.placements)
+    followed = (half.placements[0] == target).mean()
+    assert 0.35 < followed < 0.75
+    # where it did not follow, it took the argmax of its own state: HEFT's criterion there
+    own = half.placements[0] != target
+    allowed = np.where(half.mask[0], half.phi[0, :, :, 0], np.inf)
+    assert (half.phi[0, own, half.placements[0, own], 0] == allowed[own].min(-1)).all()
 
 
 def test_sampling_is_seeded_and_follows_the_logits():
