@@ -42,7 +42,6 @@ class Work(NamedTuple):
     lane_free: np.ndarray  # (lanes,)
     chan_free: np.ndarray  # (channels,)
     heap: np.ndarray       # (2 * (ops + edges + 1),) int64 (time bits, key) pairs
-    slot: np.ndarray       # (4,) int64: heap size, has a next task, its time bits and key
     xptr: np.ndarray       # (outputs + 1,) int32: output -> its transfers
     xd: np.ndarray         # (edges,) int32: transfer -> receiving device
     xj: np.ndarray         # (edges,) int32: transfer -> output
@@ -73,7 +72,7 @@ def new_work(a):
     x = ne + 1
     return Work(np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i), np.zeros(n, f),
                 np.zeros(n, f), np.zeros(a.lane_ptr[nd], f), np.zeros(a.num_channels, f),
-                np.zeros(2 * (n + ne + 1), np.int64), np.zeros(4, np.int64),
+                np.zeros(2 * (n + ne + 1), np.int64),
                 np.zeros(n_out + 1, i), np.zeros(x, i),
                 np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
                 np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
@@ -133,25 +132,36 @@ def plan(a, devs, col, b, w, shift):
 
 
 @njit(cache=True, inline="always")
-def _queue(h, q, t, k):
-    """Adds (time bits t, key k) to the queue: the heap h and the slot q = [size, has a next
-    task, its time bits, its key], which holds a task that orders before every heap entry
-    (an op or transfer that is due next skips the heap). Keeps that invariant."""
-    if q[1] and (t < q[2] or (t == q[2] and k < q[3])):
-        q[0] = push(h, q[0], q[2], q[3])
-        q[2], q[3] = t, k
-    elif q[1] or (q[0] > 0 and (h[0] < t or (h[0] == t and h[1] < k))):
-        q[0] = push(h, q[0], t, k)
+def _queue(h, size, has, qt, qk, t, k):
+    """Adds (time bits t, key k) to the queue: the heap h of ``size`` entries and a slot
+    (``has`` a task, its time bits ``qt`` and key ``qk``) for a task that orders before every
+    heap entry (an op or transfer that is due next skips the heap); keeps that invariant.
+    Returns the new (size, has, qt, qk). (Scalars, not an array: numba counts references
+    to an array an inlined function gets, atomically, on every call.)"""
+    if has and (t < qt or (t == qt and k < qk)):
+        size = push(h, size, qt, qk)
+        qt, qk = t, k
+    elif has or (size > 0 and (h[0] < t or (h[0] == t and h[1] < k))):
+        size = push(h, size, t, k)
     else:
-        q[1], q[2], q[3] = 1, t, k
+        has, qt, qk = 1, t, k
+    return size, has, qt, qk
 
 
 @njit(cache=True, inline="always")
-def _available(o, t, ready, pending, h, q, key, shift):
+def _task(o, ready, key, shift):
+    """(time bits, heap entry) of op o, ready at ready[o]."""
+    return bits(ready[o]), (np.int64(key[o]) << shift) | o
+
+
+@njit(cache=True, inline="always")
+def _ready(o, t, ready, pending):
+    """An input of op o is available at t; returns whether o is now ready (at ready[o]).
+    (The caller queues it: an inlined function that gets the queue's arrays costs numba
+    reference counts, atomic, on every call.)"""
     r, p = max(ready[o], t), pending[o] - 1
     ready[o], pending[o] = r, p
-    if p == 0:
-        _queue(h, q, bits(r), (np.int64(key[o]) << shift) | o)
+    return p == 0
 
 
 @njit(cache=True)
@@ -170,24 +180,23 @@ def run(a, w, shift, busy):
     lane_free[:] = 0.0
     chan_free[:] = 0.0
     busy[:] = 0.0
-    qs = w.slot  # [heap size, has a next task, its time bits, its key]
-    qs[:] = 0
+    size, has, qt, qk = 0, 0, np.int64(0), np.int64(0)  # the heap's size; the slot
     done = sent = f = 0
-    while qs[0] > 0 or qs[1] or f < first.shape[0]:
-        if qs[1]:
-            nt, nk = qs[2], qs[3]
-        elif qs[0] > 0:
+    while size > 0 or has or f < first.shape[0]:
+        if has:
+            nt, nk = qt, qk
+        elif size > 0:
             nt, nk = h[0], h[1]
-        if f < first.shape[0] and (not (qs[0] > 0 or qs[1]) or nt > 0
+        if f < first.shape[0] and (not (size > 0 or has) or nt > 0
                                    or nk >> shift > key[first[f]]):
             t, packed = 0.0, (np.int64(key[first[f]]) << shift) | first[f]  # ready at 0
             f += 1
-        elif qs[1]:
+        elif has:
             t, packed = from_bits(nt), nk
-            qs[1] = 0
+            has = 0
         else:
             t, packed = from_bits(nt), nk
-            qs[0] = pop(h, qs[0])
+            size = pop(h, size)
         if packed >> shift < n:
             o = packed & mask
             d = dev[o]
@@ -202,15 +211,19 @@ def run(a, w, shift, busy):
             done += 1
             for j in range(out_ptr[o], out_ptr[o + 1]):
                 for x in range(xptr[j], xptr[j + 1]):
-                    _queue(h, qs, bits(en), xkey[x])
+                    size, has, qt, qk = _queue(h, size, has, qt, qk, bits(en), xkey[x])
                 for e in range(cons_ptr[j], cons_ptr[j + 1]):
                     c = cons_op[e]
                     if dev[c] == d:
-                        _available(c, en, ready, pending, h, qs, key, shift)
+                        if _ready(c, en, ready, pending):
+                            tb, tk = _task(c, ready, key, shift)
+                            size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]
-                _available(c, ta, ready, pending, h, qs, key, shift)
+                if _ready(c, ta, ready, pending):
+                    tb, tk = _task(c, ready, key, shift)
+                    size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
             x = packed & mask
             j, dd, ch = xj[x], xd[x], xch[x]
@@ -221,8 +234,10 @@ def run(a, w, shift, busy):
             xs[x], xf[x], xa[x], order[sent] = begin, finish, arrive, x
             sent += 1
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
-                if dev[cons_op[e]] == dd:
-                    _available(cons_op[e], arrive, ready, pending, h, qs, key, shift)
+                c = cons_op[e]
+                if dev[c] == dd and _ready(c, arrive, ready, pending):
+                    tb, tk = _task(c, ready, key, shift)
+                    size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
     return done
 
 
@@ -253,24 +268,23 @@ def run_eager(a, w, shift, busy):
     busy[:] = 0.0
     seen[:] = -1
     last[:] = -1
-    qs = w.slot  # [heap size, has a next task, its time bits, its key]
-    qs[:] = 0
+    size, has, qt, qk = 0, 0, np.int64(0), np.int64(0)  # the heap's size; the slot
     done = nx = f = 0
-    while qs[0] > 0 or qs[1] or f < first.shape[0]:
-        if qs[1]:
-            nt, nk = qs[2], qs[3]
-        elif qs[0] > 0:
+    while size > 0 or has or f < first.shape[0]:
+        if has:
+            nt, nk = qt, qk
+        elif size > 0:
             nt, nk = h[0], h[1]
-        if f < first.shape[0] and (not (qs[0] > 0 or qs[1]) or nt > 0
+        if f < first.shape[0] and (not (size > 0 or has) or nt > 0
                                    or nk >> shift > key[first[f]]):
             t, packed = 0.0, (np.int64(key[first[f]]) << shift) | first[f]  # ready at 0
             f += 1
-        elif qs[1]:
+        elif has:
             t, packed = from_bits(nt), nk
-            qs[1] = 0
+            has = 0
         else:
             t, packed = from_bits(nt), nk
-            qs[0] = pop(h, qs[0])
+            size = pop(h, size)
         if packed >> shift < n:
             o = packed & mask
             d = dev[o]
@@ -289,7 +303,9 @@ def run_eager(a, w, shift, busy):
                 dc = dev[c]
                 if dc == d:
                     copy[e] = j
-                    _available(c, en, ready, pending, h, qs, key, shift)
+                    if _ready(c, en, ready, pending):
+                        tb, tk = _task(c, ready, key, shift)
+                        size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
                     continue
                 if seen[dc] != j:  # the first consumer there: send j
                     seen[dc], xat[dc] = j, nx
@@ -310,15 +326,19 @@ def run_eager(a, w, shift, busy):
                     else:
                         xch[nx], xdur[nx] = ch, out_bytes[j] / bandwidth[d, dc]
                         xlat[nx], arr[dc] = latency[d, dc], -1.0
-                        _queue(h, qs, ben, (k << shift) | nx)
+                        size, has, qt, qk = _queue(h, size, has, qt, qk, ben, (k << shift) | nx)
                     nx += 1
                 copy[e] = n_out + xat[dc]
                 if arr[dc] >= 0.0:
-                    _available(c, arr[dc], ready, pending, h, qs, key, shift)
+                    if _ready(c, arr[dc], ready, pending):
+                        tb, tk = _task(c, ready, key, shift)
+                        size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]
-                _available(c, ta, ready, pending, h, qs, key, shift)
+                if _ready(c, ta, ready, pending):
+                    tb, tk = _task(c, ready, key, shift)
+                    size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
             x = packed & mask
             j, dd, ch = xj[x], xd[x], xch[x]
@@ -328,6 +348,8 @@ def run_eager(a, w, shift, busy):
             arrive = finish + xlat[x]
             xs[x], xf[x], xa[x] = begin, finish, arrive
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
-                if dev[cons_op[e]] == dd:
-                    _available(cons_op[e], arrive, ready, pending, h, qs, key, shift)
+                c = cons_op[e]
+                if dev[c] == dd and _ready(c, arrive, ready, pending):
+                    tb, tk = _task(c, ready, key, shift)
+                    size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
     return done, nx
