@@ -30,9 +30,17 @@ ESTIMATORS = {
     "q10": lambda t: float(np.quantile(t, 0.10)),
     "q25": lambda t: float(np.quantile(t, 0.25)),
     "median": lambda t: float(np.median(t)),
-    "trim20": lambda t: float(np.mean(np.sort(t)[int(0.2 * len(t)): len(t) - int(0.2 * len(t))])),
+    "trim10": lambda t: trimmed_mean(t, 0.1),
+    "trim20": lambda t: trimmed_mean(t, 0.2),
+    "trim25": lambda t: trimmed_mean(t, 0.25),
     "mean": lambda t: float(np.mean(t)),
 }
+
+
+def trimmed_mean(t, cut: float) -> float:
+    t = np.sort(t)
+    g = int(cut * len(t))
+    return float(np.mean(t[g: len(t) - g]))
 
 
 def measure(out: Path, graphs: list[Path], steps: int, per_visit: int = 3) -> None:
@@ -75,7 +83,7 @@ def analyse(paths: list[Path]) -> None:
         k = record["per_visit"]
         print(f"{path.name}: {record['steps']} steps per placement, halves of "
               f"{record['steps'] // 2} (odd / even visits of {k})")
-        print(f"{'graph':<10} {'load':>28}  " + "  ".join(f"{e:>14}" for e in ESTIMATORS))
+        print(f"{'graph':<10} {'load':>22} " + " ".join(f"{e:>13}" for e in ESTIMATORS))
         for g in record["graphs"]:
             keep = [t for t in g["times"] if t]
             halves = [([x for v, x in enumerate(t) if (v // k) % 2 == 0],
@@ -85,10 +93,10 @@ def analyse(paths: list[Path]) -> None:
                 a = np.array([f(h[0]) for h in halves])
                 b = np.array([f(h[1]) for h in halves])
                 rel = np.median(np.abs(a - b) / np.minimum(a, b))
-                cells.append(f"{kendall_tau(a, b):.3f} {rel:6.1%}")
+                cells.append(f"{kendall_tau(a, b):.3f} {rel:5.1%}")
             load = g["load"]
-            print(f"{g['name']:<10} {'others %.0f%%, load %.1f' % (100 * load['others'], load['load1']):>28}  "
-                  + "  ".join(f"{c:>14}" for c in cells))
+            where = f"others {load['others']:.0%}, load {load['load1']:.1f}"
+            print(f"{g['name']:<10} {where:>22} " + " ".join(f"{c:>13}" for c in cells))
         print("cells: Kendall tau between the halves, median relative difference\n")
 
 

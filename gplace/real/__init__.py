@@ -1,6 +1,9 @@
 """Real measurement: placements run in TensorFlow on real devices (issue 5).
 
 * :class:`RealMeasurer` (measurer.py): the Measurer protocol, by running the step;
+* :class:`ProtocolConfig` (protocol.py): how a step time is taken (interleaved rounds, a low
+  quantile and its interval, early stop, time cap), :mod:`load` (load.py): how loaded the
+  machine was meanwhile;
 * :class:`LocalProcs` / :class:`RemoteTasks` (procs.py): TF server processes (``local-procs``)
   or tasks already running on other hosts;
 * :func:`benchmark` (links.py): the transfer benchmark and link fit;
@@ -14,6 +17,9 @@ def __getattr__(name):  # lazy: importing gplace.real must not import TensorFlow
     if name in ("RealMeasurer", "RealConfig", "RealResult"):
         from gplace.real import measurer
         return getattr(measurer, name)
+    if name in ("ProtocolConfig",):
+        from gplace.real import protocol
+        return getattr(protocol, name)
     if name in ("LocalProcs", "RemoteTasks", "load_task_spec"):
         from gplace.real import procs
         return getattr(procs, name)

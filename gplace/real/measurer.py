@@ -53,8 +53,9 @@ class RealConfig:
     check_memory: bool = True   # refuse placements whose simulated peak exceeds memory_bytes
     allow_unsafe: bool = False  # run graphs with file-system / Python / RPC ops (safety.py)
     local_threads: int = 0      # thread pools of an in-process (`local`) run; 0 = TF's choice
-    max_open: int = 32          # sessions open at once (each holds a copy of the variables on
-                                # the servers); a larger batch is measured in chunks
+    max_open: int = 32          # sessions open at once; a larger batch is measured in chunks
+    max_open_bytes: int = 4 << 30  # and at most this much of variables (weights and slots)
+                                # held on the servers by the open sessions together
     verbose: bool = True        # log each placement's step time with its interval
 
 
@@ -115,6 +116,8 @@ class RealMeasurer:
         self.results: dict[bytes, RealResult] = {}  # every placement measured, by its bytes
         self._sim = None
         self._pinning_said = False
+        self.child: RunnerChild | None = None  # kept between batches: TF imports once
+        self.next_id = 0  # session ids in the child, unique over this measurer's life
 
     @property
     def last_reasons(self) -> list[str]:
@@ -127,6 +130,7 @@ class RealMeasurer:
         self.close()
 
     def close(self) -> None:
+        self.drop_child()
         if self.owns_tasks and self.tasks is not None:
             self.tasks.stop()
 
@@ -148,8 +152,9 @@ class RealMeasurer:
                     results[b] = _failed(reason)
         todo = [b for b in range(len(placements)) if results[b] is None]
         start, probe = time.monotonic(), LoadProbe()
-        for k in range(0, len(todo), self.config.max_open):
-            chunk = todo[k: k + self.config.max_open]
+        step = self.open_at_once()
+        for k in range(0, len(todo), step):
+            chunk = todo[k: k + step]
             for b, r in zip(chunk, _Batch(self, op_device[chunk], probe).run()):
                 results[b] = r
         self.last_results, self.last_wall_s = results, time.monotonic() - start
@@ -161,6 +166,12 @@ class RealMeasurer:
         ok = np.array([r.feasible for r in results], bool)
         col = lambda f: np.array([getattr(r, f) for r in results], np.float64)  # noqa: E731
         return Measurement(col("step_time_s"), ok, peak, col("low_s"), col("high_s"))
+
+    def open_at_once(self) -> int:
+        """Placements measured interleaved in one chunk: max_open, fewer for a graph whose
+        variables would hold more than max_open_bytes on the servers."""
+        params = int(self.problem.graph.param_bytes.sum())
+        return max(1, min(self.config.max_open, self.config.max_open_bytes // max(params, 1)))
 
     def _say(self, todo: list[int], results: list[RealResult]) -> None:
         if not self._pinning_said and self.tasks is not None:
@@ -192,6 +203,34 @@ class RealMeasurer:
         return ""
 
     # ---- the runner child and the servers ---------------------------------------------------
+    def runner(self, probe: LoadProbe) -> RunnerChild:
+        """The runner child, started (with the servers, if they are down) when there is none;
+        its CPU and the servers' count as ours in ``probe``."""
+        if self.child is not None and self.any_dead():  # a server died between batches
+            self.drop_child(probe)
+        if self.child is None:
+            if self.tasks is not None:
+                before = set(getattr(self.tasks, "pids", []))
+                self.tasks.ensure_running()
+                for pid in getattr(self.tasks, "pids", []):
+                    probe.add_ours(pid, new=pid not in before)
+            ops = self.problem.graph.num_ops
+            self.child = RunnerChild(self.job(), self.graph_def.SerializeToString(),
+                                     np.zeros((0, ops), np.int64), self.config.start_timeout_s,
+                                     self.any_dead)
+            probe.add_ours(self.child.pid, new=True)
+        probe.add_ours(self.child.pid)
+        for pid in getattr(self.tasks, "pids", []):
+            probe.add_ours(pid)
+        return self.child
+
+    def drop_child(self, probe: LoadProbe | None = None) -> None:
+        if self.child is not None:
+            if probe is not None:
+                probe.drop_ours(self.child.pid)
+            self.child.close()
+        self.child = None
+
     def job(self) -> dict:
         cfg = self.config
         spare = getattr(self.tasks, "spare_cores", [])
@@ -219,18 +258,19 @@ class RealMeasurer:
 
 
 class _Batch:
-    """Up to ``max_open`` placements measured by the protocol (gplace.real.protocol) in one
-    runner child; a lost child (hang, crash, dead server) fails the placement it was running,
-    and the others' sessions are reopened in a new child."""
+    """Up to ``max_open`` placements measured by the protocol (gplace.real.protocol), each in a
+    session of the measurer's runner child; a lost child (hang, crash, dead server) fails the
+    placement it was running, and the others' sessions are reopened in a new child."""
 
     def __init__(self, real: RealMeasurer, op_device: np.ndarray, probe: LoadProbe):
         self.real, self.op_device, self.probe = real, op_device, probe
         self.cfg = real.config.protocol
         n = len(op_device)
+        self.ids = list(range(real.next_id, real.next_id + n))  # the child's session ids
+        real.next_id += n
         self.times: list[list[float]] = [[] for _ in range(n)]
         self.loss: list[float | None] = [None] * n
         self.failed = [""] * n
-        self.child: RunnerChild | None = None
         self.opened: set[int] = set()
 
     def run(self) -> list[RealResult]:
@@ -238,18 +278,18 @@ class _Batch:
         cap = time.monotonic() + cfg.max_s_per_placement * n
         try:
             for i in range(n):
-                self._call(i, {"open": i})
+                self._open(i)
             active, r = [i for i in range(n) if not self.failed[i]], 0
             while active and (r == 0 or time.monotonic() < cap):  # one visit each at least
                 for i in visit_order(active, r):
                     k = min(cfg.steps_per_visit, cfg.max_steps - len(self.times[i]))
                     if not self.failed[i] and (r == 0 or time.monotonic() < cap):
-                        self._call(i, {"run": i, "warmup": cfg.warmup_per_visit, "steps": k})
+                        self._visit(i, k)
                 active = [i for i in active if not self.failed[i] and not tight(
                     self.times[i], cfg) and len(self.times[i]) < cfg.max_steps]
                 r += 1
         finally:
-            self._drop_child()
+            self._close_all()
         return [self._result(i) for i in range(n)]
 
     def _result(self, i: int) -> RealResult:
@@ -260,49 +300,55 @@ class _Batch:
         return RealResult(estimate(t, self.cfg), True, t, self.loss[i], "", lo, hi,
                           tight(t, self.cfg))
 
-    def _call(self, i: int, command: dict) -> None:
-        """Sends ``command`` for placement i (opening it first in a fresh child); records the
-        times or loss, or why it failed."""
-        real = self.real
-        if self.child is None:
-            if real.tasks is not None:
-                before = set(getattr(real.tasks, "pids", []))
-                real.tasks.ensure_running()
-                for pid in getattr(real.tasks, "pids", []):
-                    self.probe.add_ours(pid, new=pid not in before)
-            self.child = RunnerChild(real.job(), real.graph_def.SerializeToString(),
-                                     self.op_device, real.config.start_timeout_s, real.any_dead)
-            self.probe.add_ours(self.child.pid, new=True)
-        if "run" in command and i not in self.opened:
-            self._call(i, {"open": i})
-            if self.failed[i] or self.child is None:
+    def _open(self, i: int) -> None:
+        reply = self._call(i, {"open": self.ids[i], "devices": self.op_device[i].tolist()})
+        if reply is not None:
+            self.opened.add(i)
+            self.loss[i] = reply["loss"] if self.loss[i] is None else self.loss[i]
+
+    def _visit(self, i: int, steps: int) -> None:
+        if i not in self.opened:  # its session went with a lost child
+            self._open(i)
+            if self.failed[i]:
                 return
-        reply = self.child.call(command, real.config.timeout_s)
+        reply = self._call(i, {"run": self.ids[i], "warmup": self.cfg.warmup_per_visit,
+                               "steps": steps})
+        if reply is not None:
+            self.times[i] += reply["times"]
+
+    def _close_all(self) -> None:
+        """Frees this batch's sessions on the servers; the child lives on for the next."""
+        for i in sorted(self.opened):
+            if self.real.child is None:
+                break
+            reply = self.real.child.call({"close": self.ids[i]}, self.real.config.timeout_s)
+            if not isinstance(reply, dict):
+                self._lose()
+        self.opened = set()
+
+    def _call(self, i: int, command: dict) -> dict | None:
+        """The reply to ``command`` for placement i, or None after recording why it failed."""
+        real = self.real
+        reply = real.runner(self.probe).call(command, real.config.timeout_s)
         if isinstance(reply, dict) and reply.get("ok"):
-            if "open" in command:
-                self.opened.add(i)
-                self.loss[i] = reply["loss"] if self.loss[i] is None else self.loss[i]
-            elif "run" in command:
-                self.times[i] += reply["times"]
-            return
+            return reply
         if isinstance(reply, dict):  # TF said no: the placement fails, the child lives on
             dead = real.dead_suffix()
             self.failed[i] = reply.get("error", "runner sent no error") + dead
             if dead:  # the cluster is gone: this child's sessions are useless
-                self._drop_child()
+                self._lose()
         elif reply is None:  # a hang or a dead server (TF would wait for it until the deadline)
             self.failed[i] = real.dead_reason() or f"timed out after {real.config.timeout_s:g} s"
-            self._drop_child()
+            self._lose()
             real.restart_tasks()
         else:  # the runner died
-            self.failed[i] = self.child.exit_reason() + real.dead_suffix()
-            self._drop_child()
+            self.failed[i] = real.child.exit_reason() + real.dead_suffix()
+            self._lose()
+        return None
 
-    def _drop_child(self) -> None:
-        if self.child is not None:
-            self.probe.drop_ours(self.child.pid)
-            self.child.close()
-        self.child, self.opened = None, set()
+    def _lose(self) -> None:
+        self.real.drop_child(self.probe)
+        self.opened = set()
 
 
 def _failed(reason: str) -> RealResult:

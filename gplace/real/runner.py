@@ -8,12 +8,15 @@ op as .npy; nothing goes through the file system, so a killed run leaves no fold
 Then it serves one JSON command per line, in the order the parent's protocol
 (:mod:`gplace.real.protocol`) wants, and answers each with one JSON line:
 
-    {"open": i}                        -> {"i", "ok", "loss"}   a session for placement i
+    {"open": i, "devices": [d, ...]}   -> {"i", "ok", "loss"}   a session for the placement
+                                                                 (device index per op; without
+                                                                 "devices": the job's row i)
     {"run": i, "warmup": w, "steps": k} -> {"i", "ok", "times"}  w untimed, k timed steps
     {"close": i}                       -> {"i", "ok"}
 
 or ``{"i", "ok": false, "error"}``. Sessions stay open between commands, so interleaving the
-placements costs no re-import; each has its own variables (``isolate_session_state``). A crash,
+placements costs no re-import, and the child serves one measurer for its whole life (TF is
+imported once); each session has its own variables (``isolate_session_state``). A crash,
 a hang or a dead server is the parent's to notice; this process only reports what TensorFlow
 says. It asks the kernel to kill it when its parent dies, as the TF servers do
 (:func:`gplace.real.procs.die_with_parent`), so a SIGKILLed ``gplace`` leaves no runner.
@@ -105,7 +108,8 @@ def serve(tf, graph_def, job: dict, placements, commands) -> None:
             i = cmd.get("open", cmd.get("run", cmd.get("close")))
             try:
                 if "open" in cmd:
-                    open_[i] = Placed(tf, graph_def, job, placements[i])
+                    devices = cmd["devices"] if "devices" in cmd else placements[i]
+                    open_[i] = Placed(tf, graph_def, job, devices)
                     record = {"ok": True, "loss": open_[i].loss}
                 elif "run" in cmd:
                     record = {"ok": True, "times": open_[i].run(cmd["warmup"], cmd["steps"])}

@@ -38,14 +38,16 @@ class FakeChild:
 
     def call(self, cmd, timeout_s):
         FakeChild.log.append(cmd)
-        i = cmd.get("open", cmd.get("run"))
+        i = cmd.get("open", cmd.get("run", cmd.get("close")))
+        if "close" in cmd:
+            return {"i": i, "ok": True}
         if "run" in cmd and i == FakeChild.dies_on:
             FakeChild.dies_on = None
             return ""
         if "open" in cmd:
             return {"i": i, "ok": True, "loss": 0.5}
-        base = FakeChild.speeds[i]
-        spread = 0.5 if i in FakeChild.noisy else 0.001
+        base = FakeChild.speeds[i % 3]
+        spread = 1.0 if i in FakeChild.noisy else 0.001
         return {"i": i, "ok": True,
                 "times": list(base * (1 + spread * self.rng.random(cmd["steps"])))}
 
@@ -95,10 +97,10 @@ def test_visits_are_interleaved_with_a_warmup_each(measurer):
 
 def test_a_tight_placement_stops_early_and_a_noisy_one_goes_on(measurer):
     FakeChild.noisy = {1}
-    m = measurer(min_steps=9, max_steps=30, steps_per_visit=3, rel_width=0.03)
+    m = measurer(min_steps=15, max_steps=30, steps_per_visit=3, rel_width=0.03)
     m.measure(placements(m.problem.num_units))
     counts = {i: runs(FakeChild.log).count(i) for i in range(3)}
-    assert counts[0] == counts[2] == 3   # tight after the first check (9 steps)
+    assert counts[0] == counts[2] == 5   # tight at the first check (15 steps)
     assert counts[1] == 10               # noisy: on to max_steps
     r = m.last_results
     assert r[0].tight and not r[1].tight and len(r[1].times_s) == 30
@@ -123,10 +125,25 @@ def test_a_lost_child_fails_its_placement_and_the_rest_reopen(measurer):
     assert np.isinf(result.step_time_s[1])
 
 
-def test_every_measured_placement_keeps_its_interval(measurer):
+def test_every_measured_placement_keeps_its_interval_and_the_child_is_reused(measurer):
     m = measurer(min_steps=3, max_steps=3, steps_per_visit=3)
     p = placements(m.problem.num_units)
     m.measure(p)
+    m.measure(p[:1])
+    assert FakeChild.started == 1  # one runner child over both batches
+    assert [c["open"] for c in FakeChild.log if "open" in c] == [0, 1, 2, 3]
     r = m.result_of(p[2])
     assert r is not None and r.feasible and r.low_s <= r.step_time_s <= r.high_s
     assert "ms (interval" in r.describe()
+
+
+def test_a_graph_with_large_variables_is_measured_in_smaller_chunks(measurer):
+    import dataclasses
+    m = measurer(min_steps=3, max_steps=3, steps_per_visit=3)
+    params = max(int(m.problem.graph.param_bytes.sum()), 1)
+    m.config = dataclasses.replace(m.config, max_open_bytes=2 * params)
+    assert m.open_at_once() == 2
+    m.measure(placements(m.problem.num_units))
+    opens = [c["open"] for c in FakeChild.log if "open" in c]
+    assert opens == [0, 1, 2] and FakeChild.started == 1  # chunks [0, 1] and [2], one child
+    assert [c["close"] for c in FakeChild.log if "close" in c] == [0, 1, 2]
