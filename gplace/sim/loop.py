@@ -33,7 +33,7 @@ from gplace.sim.memory import Sweep, new_sweep
 class Work(NamedTuple):
     """Scratch of one placement at a time, reused along a batch. Ops by id."""
 
-    dev: np.ndarray        # (ops,) int32 device of each op
+    dev: np.ndarray        # (ops,) uint32 device of each op
     dur: np.ndarray        # (ops,) its time on that device
     ready: np.ndarray      # (ops,) latest input availability so far
     pending: np.ndarray    # (ops,) int32 inputs not yet available
@@ -42,9 +42,9 @@ class Work(NamedTuple):
     lane_free: np.ndarray  # (lanes,)
     chan_free: np.ndarray  # (channels,)
     heap: np.ndarray       # (2 * (ops + edges + 1),) int64 (time bits, key) pairs
-    xptr: np.ndarray       # (outputs + 1,) int32: output -> its transfers
-    xd: np.ndarray         # (edges,) int32: transfer -> receiving device
-    xj: np.ndarray         # (edges,) int32: transfer -> output
+    xptr: np.ndarray       # (outputs + 1,) uint32: output -> its transfers
+    xd: np.ndarray         # (edges,) uint32: transfer -> receiving device
+    xj: np.ndarray         # (edges,) uint32: transfer -> output
     xkey: np.ndarray       # (edges,) int64: its heap key
     xch: np.ndarray        # (edges,) int32: its channel
     xdur: np.ndarray       # (edges,) bytes / bandwidth
@@ -53,9 +53,9 @@ class Work(NamedTuple):
     xf: np.ndarray         # (edges,) the link is free again
     xa: np.ndarray         # (edges,) usable at the receiver
     order: np.ndarray      # (edges,) int32: transfers in the order they were sent
-    copy: np.ndarray       # (edges,) int32: the copy an edge reads: its output j (the local
+    copy: np.ndarray       # (edges,) uint32: the copy an edge reads: its output j (the local
     #                        copy) or outputs + x (the copy transfer x brought) (memory.events)
-    xat: np.ndarray        # (devices,) int32: transfer of the output being sent there
+    xat: np.ndarray        # (devices,) uint32: transfer of the output being sent there
     last: np.ndarray       # (2 * channels,) int64: time bits and key last sent on a channel
     arrive: np.ndarray     # (devices,) arrival there of the output being sent (-1: queued)
     seen: np.ndarray       # (devices,) int32: last output sent to each device (plan)
@@ -70,13 +70,14 @@ def new_work(a):
     m = 2 * n + n_out + 2 * ne + 1
     f, i = np.float64, np.int32
     x = ne + 1
-    return Work(np.zeros(n, i), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i), np.zeros(n, f),
+    u = np.uint32
+    return Work(np.zeros(n, u), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i), np.zeros(n, f),
                 np.zeros(n, f), np.zeros(a.lane_ptr[nd], f), np.zeros(a.num_channels, f),
                 np.zeros(2 * (n + ne + 1), np.int64),
-                np.zeros(n_out + 1, i), np.zeros(x, i),
-                np.zeros(x, i), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
+                np.zeros(n_out + 1, u), np.zeros(x, u),
+                np.zeros(x, u), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
                 np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
-                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(ne + 1, i), np.zeros(nd, i),
+                np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(ne + 1, u), np.zeros(nd, u),
                 np.zeros(2 * a.num_channels, np.int64), np.zeros(nd, f), np.zeros(nd, i),
                 np.zeros(nd, np.int64), new_sweep(m, n_out + ne + 1, nd))
 
