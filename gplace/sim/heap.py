@@ -34,6 +34,9 @@ def from_bits(typingctx, x):
     return types.float64(types.int64), codegen
 
 
+_u = np.uint64  # an unsigned index: numba checks a signed one for wrap-around on every access
+
+
 @njit(cache=True, inline="always")
 def _lt(t1, k1, t2, k2):
     return (t1 < t2) | ((t1 == t2) & (k1 < k2))
@@ -44,11 +47,11 @@ def _lift(h, i, t, k):
     """Moves the hole at i up until (t, k) fits, and puts it there."""
     while i > 0:
         p = (i - 1) >> 2
-        if _lt(h[2 * p], h[2 * p + 1], t, k):
+        if _lt(h[_u(2 * p)], h[_u(2 * p + 1)], t, k):
             break
-        h[2 * i], h[2 * i + 1] = h[2 * p], h[2 * p + 1]
+        h[_u(2 * i)], h[_u(2 * i + 1)] = h[_u(2 * p)], h[_u(2 * p + 1)]
         i = p
-    h[2 * i], h[2 * i + 1] = t, k
+    h[_u(2 * i)], h[_u(2 * i + 1)] = t, k
 
 
 @njit(cache=True, inline="always")
@@ -74,17 +77,18 @@ def pop(h, size):
     while True:
         c = 4 * i + 1
         if c + 3 < size:  # a full family: a two-round tournament
-            ta, ka, ia = _min2(h[2 * c], h[2 * c + 1], c, h[2 * c + 2], h[2 * c + 3], c + 1)
-            tb, kb, ib = _min2(h[2 * c + 4], h[2 * c + 5], c + 2, h[2 * c + 6], h[2 * c + 7],
-                               c + 3)
+            ta, ka, ia = _min2(h[_u(2 * c)], h[_u(2 * c + 1)], c,
+                               h[_u(2 * c + 2)], h[_u(2 * c + 3)], c + 1)
+            tb, kb, ib = _min2(h[_u(2 * c + 4)], h[_u(2 * c + 5)], c + 2,
+                               h[_u(2 * c + 6)], h[_u(2 * c + 7)], c + 3)
             tm, km, m = _min2(ta, ka, ia, tb, kb, ib)
         elif c < size:
-            m, tm, km = c, h[2 * c], h[2 * c + 1]
+            m, tm, km = c, h[_u(2 * c)], h[_u(2 * c + 1)]
             for q in range(c + 1, size):
-                tm, km, m = _min2(tm, km, m, h[2 * q], h[2 * q + 1], q)
+                tm, km, m = _min2(tm, km, m, h[_u(2 * q)], h[_u(2 * q + 1)], q)
         else:
             break
-        h[2 * i], h[2 * i + 1] = tm, km
+        h[_u(2 * i)], h[_u(2 * i + 1)] = tm, km
         i = m
-    _lift(h, i, h[2 * size], h[2 * size + 1])
+    _lift(h, i, h[_u(2 * size)], h[_u(2 * size + 1)])
     return size

@@ -199,7 +199,7 @@ def run(a, w, shift, busy):
             t, packed = from_bits(nt), nk
             size = pop(h, size)
         if packed >> shift < n:
-            o = packed & mask
+            o = np.uint32(packed & mask)
             d = dev[o]
             lane = lane_ptr[d]
             for s in range(lane + 1, lane_ptr[d + 1]):
@@ -226,7 +226,7 @@ def run(a, w, shift, busy):
                     tb, tk = _task(c, ready, key, shift)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
-            x = packed & mask
+            x = np.uint32(packed & mask)
             j, dd, ch = xj[x], xd[x], xch[x]
             begin = max(t, chan_free[ch])
             finish = begin + xdur[x]
@@ -287,7 +287,7 @@ def run_eager(a, w, shift, busy):
             t, packed = from_bits(nt), nk
             size = pop(h, size)
         if packed >> shift < n:
-            o = packed & mask
+            o = np.uint32(packed & mask)
             d = dev[o]
             lane = lane_ptr[d]
             for s in range(lane + 1, lane_ptr[d + 1]):
@@ -341,7 +341,7 @@ def run_eager(a, w, shift, busy):
                     tb, tk = _task(c, ready, key, shift)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
-            x = packed & mask
+            x = np.uint32(packed & mask)
             j, dd, ch = xj[x], xd[x], xch[x]
             begin = max(t, chan_free[ch])
             finish = begin + xdur[x]
