@@ -21,11 +21,16 @@ import numpy as np
 from gplace.gnn.config import PretrainConfig
 
 
+_POOLS: dict = {}  # per worker process: listing the problems loads every graph once
+
+
 def one(cfg: PretrainConfig, i: int) -> tuple[str, float, float, float]:
     import torch
     torch.set_num_threads(1)
     from gplace.gnn.pretrain import ProblemPool
-    pool = ProblemPool(cfg, "train")
+    if cfg not in _POOLS:
+        _POOLS[cfg] = ProblemPool(cfg, "train")
+    pool = _POOLS[cfg]
     start = time.perf_counter()
     st = pool.state(i)
     return pool.names[i], st.best_time_s, pool.best_heuristic(i), time.perf_counter() - start

@@ -18,6 +18,7 @@ Lightning gives checkpoints, CSV and TensorBoard logs, and DDP (``--devices``, `
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import sys
 import time
@@ -131,6 +132,7 @@ class ProblemPool:
         return out
 
 
+@functools.lru_cache(maxsize=None)
 def _ops(entry: CorpusGraph) -> int:
     return load_corpus_graph(entry).num_ops
 
