@@ -7,12 +7,13 @@ budget allows, its measured CPU profile.
 Hand-written graphs (registry.FULL) are built and profiled by ``datasets.worker``, one process
 per graph; generated graphs (registry.GENERATED) are built by ``datasets.genworker``, a chunk
 per process, without a profile (estimated costs). Then, within ``--profile-budget`` minutes,
-the smallest unprofiled generated graphs are profiled. Every graph gets a ``.stats.json``
-(datasets.graphstats; the importer validates it). Processes run under timeouts. Resumable: a graph whose ``.pb`` and
-profile exist is skipped unless ``--force``; every file is written atomically. Graphs are
-deterministic (fixed seeds), so what is not committed is rebuilt bit for bit; profiles are
-measurements and differ from run to run. Ends by writing the manifest (datasets/manifest.yaml
-for the default corpus, DIR/manifest.yaml otherwise).
+the cheapest (fewest FLOPs) unprofiled generated graphs are profiled. Every graph gets a
+``.stats.json`` (datasets.graphstats; the importer validates it). Processes run under
+timeouts. Resumable: a graph whose ``.pb`` and profile exist is skipped unless ``--force``;
+every file is written atomically. Graphs are deterministic (fixed seeds), so a graph is
+rebuilt bit for bit (tests/datasets checks it); profiles are measurements and differ from run
+to run. Ends by writing the manifest (datasets/manifest.yaml for the default corpus,
+DIR/manifest.yaml otherwise).
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--budget", type=float, metavar="MIN",
                    help="start no new graph after MIN minutes; rerun to resume")
     p.add_argument("--profile-budget", type=float, default=0.0, metavar="MIN",
-                   help="minutes for profiling generated graphs, smallest first (default 0: "
+                   help="minutes for profiling generated graphs, fewest FLOPs first (default 0: "
                         "generated graphs keep estimated costs)")
     p.add_argument("--chunk", type=int, default=8,
                    help="generated graphs per worker process (default 8)")
