@@ -41,13 +41,13 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--repeats", type=int, default=2, metavar="R",
                    help="independent protocol runs of every placement; the first two give the "
                         "real-vs-real tau (default 2)")
-    p.add_argument("--rel-width", type=float, default=3.0, metavar="PCT",
+    p.add_argument("--rel-width", type=float, default=2.0, metavar="PCT",
                    help="stop timing a placement once its 90%% interval is within +-PCT%% of "
-                        "its step time (default 3)")
-    p.add_argument("--max-steps", type=int, default=45, metavar="K",
-                   help="timed steps per placement and repeat at most (default 45)")
-    p.add_argument("--cap", type=float, default=30.0, metavar="S",
-                   help="time cap of a repeat: S seconds x placements (default 30)")
+                        "its step time (default 2)")
+    p.add_argument("--max-steps", type=int, default=90, metavar="K",
+                   help="timed steps per placement and repeat at most (default 90)")
+    p.add_argument("--cap", type=float, default=10.0, metavar="S",
+                   help="time cap of a repeat: S seconds x placements (default 10)")
     p.add_argument("--tasks", metavar="FILE",
                    help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
                         "(python -m gplace.real.procs serve ...); default: start local ones")

@@ -85,6 +85,8 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
         f"best heuristic   {best.name or 'none fits'} {_ms(best.step_time_s)}"
         f"{_interval(intervals.get(best.name))}",
         f"zero-shot        {_ms(s.zero_shot_step_time_s)}",
+        *([f"fine-tuned best  {_ms(intervals['gnn'][0])}{_interval(intervals['gnn'])} "
+           "(measured again beside the heuristics)"] if "gnn" in intervals else []),
         f"lower bound      {_ms(s.lower_bound_s)} ({bound})",
         f"samples          {s.samples} in {s.wall_s:.1f} s",
         f"costs            {s.costs}",

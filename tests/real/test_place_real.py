@@ -53,12 +53,13 @@ def test_a_clear_winner_is_returned():
 
 def test_summary_text_and_json_carry_the_intervals():
     intervals = {"chosen": (0.020, 0.019, 0.0215), "single": (0.05, 0.049, 0.051),
-                 "heft": (0.025, 0.024, 0.026)}
+                 "heft": (0.025, 0.024, 0.026), "gnn": (0.0199, 0.0185, 0.0210)}
     text = render(summary(), [Path("/x/placed.pb")], False, intervals, ("gnn",))
     assert "20.000 ms [90% interval 19.000-21.500]" in text
     assert "tied with gnn (intervals overlap: not ranked)" in text
     assert "single device    50.000 ms [90% interval 49.000-51.000]" in text
     assert "heft 25.000 ms [90% interval 24.000-26.000]" in text
+    assert "fine-tuned best  19.900 ms [90% interval 18.500-21.000]" in text
     import json
     out = json.loads(render(summary(), None, True, intervals, ("gnn",)))
     assert out["intervals_s"]["chosen"] == [0.020, 0.019, 0.0215] and out["ties"] == ["gnn"]
