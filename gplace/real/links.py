@@ -10,6 +10,11 @@ and 1 / bandwidth (slope), as in Hockney's alpha-beta model (Parallel Computing,
 The same benchmark reports the fixed cost of a step that the simulator does not see: the client
 -> master -> worker RPCs around every ``Session.run`` (``StepOverhead``), once for a step on one
 task and once for a step on two.
+
+Each pair of variants (baseline and cross; one task and two) is timed interleaved, one step of
+each in turn, and summarized by the 20% trimmed mean, as placements are
+(:mod:`gplace.real.protocol`): on a shared machine a burst of other work then slows both
+variants of a pair alike instead of one of them.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ SIZES = (4 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20)  # bytes, 4 K
 @dataclass(frozen=True)
 class LinkBenchConfig:
     sizes: tuple[int, ...] = SIZES
-    repeats: int = 15        # timed steps per size and variant; medians (a busy 2-core box)
+    repeats: int = 21        # timed steps per size and variant, interleaved; trimmed means
     warmup: int = 3
     timeout_s: float = 60.0
     busy_matmuls: int = 0    # > 0: both tasks also run a chain of this many 256x256 matmuls in
@@ -40,12 +45,12 @@ class LinkFit(NamedTuple):
     latency_s: float               # intercept: per-transfer cost
     bandwidth: float               # bytes/s: 1 / slope
     sizes: tuple[int, ...]
-    extra_s: tuple[float, ...]     # measured median extra step time per transfer, per size
+    extra_s: tuple[float, ...]     # measured extra step time per transfer, per size
     residual_rel: tuple[float, ...]  # (fit - measured) / measured per size
 
 
 class StepOverhead(NamedTuple):
-    one_task_s: float    # median wall time of a trivial step on one task
+    one_task_s: float    # wall time of a trivial step on one task (trimmed mean)
     two_task_s: float    # ... of a trivial step that runs on two tasks, nothing crossing
 
 
@@ -59,15 +64,19 @@ def fit_link(sizes, extra_s) -> tuple[float, float]:
     return float(max(intercept, 0.0)), float(1.0 / max(slope, 1e-15))
 
 
-def _time_steps(sess, fetch, cfg: LinkBenchConfig, options) -> float:
-    for _ in range(cfg.warmup):
-        sess.run(fetch, options=options)
-    times = []
+def _time_interleaved(runs: list, cfg: LinkBenchConfig, options) -> list[float]:
+    """20% trimmed mean step time of each (session, fetch), one step of each in turn."""
+    from gplace.real.protocol import trimmed_mean
+    for sess, fetch in runs:
+        for _ in range(cfg.warmup):
+            sess.run(fetch, options=options)
+    times = [[] for _ in runs]
     for _ in range(cfg.repeats):
-        t0 = time.perf_counter()
-        sess.run(fetch, options=options)
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
+        for k, (sess, fetch) in enumerate(runs):
+            t0 = time.perf_counter()
+            sess.run(fetch, options=options)
+            times[k].append(time.perf_counter() - t0)
+    return [float(trimmed_mean(np.array(t), 0.2)) for t in times]
 
 
 def _busy(tf, device: str, matmuls: int):
@@ -137,20 +146,30 @@ def benchmark(target: str, src: str, dst: str,
     tf = tensorflow()
     options = tf.compat.v1.RunOptions(timeout_in_ms=int(cfg.timeout_s * 1000))
     config = remote_session_config()
-    overhead = []
+    config.isolate_session_state = True  # the two variants' variables apart
+    runs = []
     for devices in ([src], [src, dst]):
         g, fetch = _trivial_graph(tf, devices)
-        with tf.compat.v1.Session(target=target, graph=g, config=config) as sess:
-            overhead.append(_time_steps(sess, fetch, cfg, options))
+        runs.append((tf.compat.v1.Session(target=target, graph=g, config=config), fetch))
+    try:
+        overhead = _time_interleaved(runs, cfg, options)
+    finally:
+        for sess, _ in runs:
+            sess.close()
     extra = []
     for n in cfg.sizes:
-        t, count = {}, transfers_per_step(n)
-        for cross in (False, True):
-            g, init, fetch = _bench_graph(tf, n, count, src, dst, cross, cfg.busy_matmuls)
-            with tf.compat.v1.Session(target=target, graph=g, config=config) as sess:
+        count, runs = transfers_per_step(n), []
+        try:
+            for cross in (False, True):
+                g, init, fetch = _bench_graph(tf, n, count, src, dst, cross, cfg.busy_matmuls)
+                sess = tf.compat.v1.Session(target=target, graph=g, config=config)
+                runs.append((sess, fetch))
                 sess.run(init, options=options)
-                t[cross] = _time_steps(sess, fetch, cfg, options)
-        extra.append((t[True] - t[False]) / count)
+            base, crossing = _time_interleaved(runs, cfg, options)
+        finally:
+            for sess, _ in runs:
+                sess.close()
+        extra.append((crossing - base) / count)
     latency, bandwidth = fit_link(cfg.sizes, extra)
     fitted = latency + np.asarray(cfg.sizes) / bandwidth
     resid = tuple(float(r) for r in (fitted - extra) / np.maximum(np.abs(extra), 1e-9))
