@@ -9,8 +9,11 @@ GRAPH is a gplace .npz or anything gplace.load_graph reads; without it, a seeded
 
 Figures are medians over --repeats batches, in wall time and in CPU time (the machine may be
 shared: CPU time is less disturbed by other jobs; the multi-core line's CPU time is the
-process's, summed over its threads). "one core" is FastSimulator(threads=1); "all cores" is the
-default (numba's threads, one per core unless NUMBA_NUM_THREADS says otherwise). The first-call
+process's, summed over its threads); the load average is printed before and after, since
+other jobs on the cores bend both. An op-event is one op simulated: the time is that of
+``run_batch`` on a built simulator (event loop, transfers, memory peaks), not the set-up.
+"one core" is FastSimulator(threads=1); "all cores" is the default (numba's threads, one per
+core unless NUMBA_NUM_THREADS says otherwise). The first-call
 lines run a fresh process that builds a 200-op problem and simulates it once, first with an
 empty numba cache directory (compiles everything), then again with that cache (loads it).
 """
@@ -65,6 +68,7 @@ def main() -> None:
     from gplace.sim import FastSimulator, simulate_reference
     from gplace.sim.random_graphs import RandomDagConfig, random_dag
 
+    print(f"load average (1, 5, 15 min): {_load()}")
     graph = load_model(args.graph) if args.graph else random_dag(RandomDagConfig(ops=args.ops), 0)
     problem = PlacementProblem.build(graph, load_cluster(args.cluster))
     placements = problem.random_placements(args.batch, seed=0)
@@ -104,10 +108,16 @@ def main() -> None:
     print(f"fast, one placement:     {np.median(single) * 1e3:.2f} ms median")
     print(f"reference:               {n / ref_s / 1e6:.3f} M op-events/s, {ref_s * 1e3:.0f} ms "
           f"per placement; fast is {ref_s / (wall_s / args.batch):.0f}x faster")
+    print(f"load average (1, 5, 15 min): {_load()}")
     if not args.no_compile_time:
         cold, cached = _first_call_s()
         print(f"first call (200-op problem, import + build + compile or load + run): "
-              f"{cold:.1f} s with an empty numba cache, {cached:.1f} s with it cached")
+              f"{cold:.1f} s with an empty numba cache, {cached:.1f} s with it cached "
+              f"(load {_load()})")
+
+
+def _load() -> str:
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def _first_call_s() -> tuple[float, float]:

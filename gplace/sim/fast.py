@@ -2,8 +2,10 @@
 numba over the flat arrays of :mod:`gplace.sim.arrays`, with a batch API.
 
 Same semantics and the same arithmetic in the same order as the reference, so results agree to
-the last bit (tests/sim/test_equivalence.py). Per placement: ``loop.plan`` (devices by op id,
-transfers listed), ``loop.run`` (the event loop), ``memory.events`` and ``memory.peak``.
+the last bit (tests/sim/test_equivalence.py, test_eager.py). Per placement of a batch:
+``loop.place`` (devices by op id), ``loop.run_eager`` (the event loop; where its checks fail,
+``loop.plan`` and ``loop.run``, the general path, which ``run`` / ``run_ops`` always take for
+the transfers in the order sent), ``memory.events`` and ``memory.peak``.
 
 Batches are split over all cores by default (numba threads; the rows are independent, so the
 results do not depend on the threads). Compiled code is cached on disk
