@@ -32,7 +32,7 @@ _PARALLEL_MIN_OPS = 20_000  # op-events a batch needs before threads pay for the
 
 
 @njit(cache=True)
-def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager=True):
+def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager):
     """Row b of a batch: runs (``loop.run_eager`` where it holds, else ``loop.plan`` and
     ``loop.run``), sweeps memory. Returns whether every op ran."""
     done = -1
@@ -51,16 +51,18 @@ def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager=True):
 
 
 @njit(cache=True)
-def _batch(a, devs, col, w, shift, step, busy, peak, oom, nxs):
-    """Simulates every row of ``devs`` (batch, ops) in turn; returns whether every op ran."""
+def _batch(a, devs, col, w, shift, step, busy, peak, oom, nxs, eager):
+    """Simulates every row of ``devs`` (batch, ops) in turn; returns whether every op ran.
+    (``eager`` comes from Python, a bool like run_ops's: a constant here would be typed as a
+    literal and compile ``_one`` a second time, seconds more of cold start.)"""
     all_ran = True
     for b in range(devs.shape[0]):
-        all_ran &= _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs)
+        all_ran &= _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager)
     return all_ran
 
 
 @njit(cache=True, parallel=True)
-def _batch_parallel(a, devs, col, shift, step, busy, peak, oom, nxs, chunks):
+def _batch_parallel(a, devs, col, shift, step, busy, peak, oom, nxs, chunks, eager):
     """As _batch, the rows split into ``chunks`` contiguous runs simulated in parallel (one
     scratch each)."""
     rows = devs.shape[0]
@@ -68,7 +70,7 @@ def _batch_parallel(a, devs, col, shift, step, busy, peak, oom, nxs, chunks):
     for c in prange(chunks):
         w = loop.new_work(a)
         for b in range(c * rows // chunks, (c + 1) * rows // chunks):
-            ran[c] &= _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs)
+            ran[c] &= _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager)
     return ran.all()
 
 
@@ -120,12 +122,14 @@ class FastSimulator:
         if chunks == 1 and not self._warm and self._threads() > 1:
             # the first call also loads (or compiles) the all-cores kernel, so that a timed
             # second call measures simulation, not set-up (gplace simulate's sim_events_per_s)
-            _batch_parallel(a, devs[:0], col, self._shift, step, busy, peak, oom, nxs, 1)
+            _batch_parallel(a, devs[:0], col, self._shift, step, busy, peak, oom, nxs, 1, True)
         self._warm = True
         if chunks > 1:
-            ok = _batch_parallel(a, devs, col, self._shift, step, busy, peak, oom, nxs, chunks)
+            ok = _batch_parallel(a, devs, col, self._shift, step, busy, peak, oom, nxs, chunks,
+                                 True)
         else:
-            ok = _batch(a, devs, col, self._scratch(), self._shift, step, busy, peak, oom, nxs)
+            ok = _batch(a, devs, col, self._scratch(), self._shift, step, busy, peak, oom, nxs,
+                        True)
         assert ok, "some op never ran: the scheduling view of the graph has a cycle"
         return BatchResult(step, busy, peak, oom, nxs)
 
