@@ -97,7 +97,34 @@ def analyse(paths: list[Path]) -> None:
             load = g["load"]
             where = f"others {load['others']:.0%}, load {load['load1']:.1f}"
             print(f"{g['name']:<10} {where:>22} " + " ".join(f"{c:>13}" for c in cells))
-        print("cells: Kendall tau between the halves, median relative difference\n")
+        print("cells: Kendall tau between the halves, median relative difference")
+        print(intervals_check(record) + "\n")
+
+
+def intervals_check(record: dict) -> str:
+    """How often the other half's trimmed mean falls inside one half's 90% interval: the
+    protocol's bootstrap over visits against a bootstrap over single steps (about 75% is what
+    two equally noisy halves give for a well-sized interval)."""
+    from gplace.real.protocol import ProtocolConfig, estimate, interval, trimmed_mean
+    cfg, k = ProtocolConfig(), record["per_visit"]
+    rng = np.random.default_rng(0)
+    inside = {"visits": 0, "steps": 0}
+    n = 0
+    for g in record["graphs"]:
+        for t in g["times"]:
+            if not t:
+                continue
+            v = np.asarray(t).reshape(-1, k)
+            a, b = v[0::2].ravel(), v[1::2].ravel()
+            other = estimate(b, cfg)
+            lo, hi = interval(a, cfg)
+            inside["visits"] += lo <= other <= hi
+            boot = trimmed_mean(a[rng.integers(0, len(a), (cfg.resamples, len(a)))], cfg.trim)
+            lo, hi = np.quantile(boot, [0.05, 0.95])
+            inside["steps"] += lo <= other <= hi
+            n += 1
+    return (f"other half inside a half's 90% interval: bootstrap over visits {inside['visits']}"
+            f"/{n}, over steps {inside['steps']}/{n}")
 
 
 def main() -> int:

@@ -23,9 +23,10 @@ lucky moments that do not repeat (trimmed from the bottom).
 
 Interval: a percentile bootstrap of the trimmed mean that resamples whole visits, not steps:
 steps of one visit share the load of that moment (in the study a visit's steps moved
-together), so resampling steps would make the interval too narrow. In the study, the other
-half's estimate fell inside a half's 90% block interval for 78% of placements (about 75% is
-what two equally noisy halves give), against 68% with a step bootstrap.
+together), so resampling steps would make the interval too narrow. In the study the other
+half's estimate fell inside a half's 90% interval for 121 of 144 placements (84%; about 75% is
+what two equally noisy halves give for an interval of the right size, so this one errs wide:
+more ties, fewer rankings of noise), against 101 of 144 (70%) with a bootstrap over steps.
 """
 
 from __future__ import annotations
