@@ -46,8 +46,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "its step time (default 2)")
     p.add_argument("--max-steps", type=int, default=90, metavar="K",
                    help="timed steps per placement and repeat at most (default 90)")
-    p.add_argument("--cap", type=float, default=10.0, metavar="S",
-                   help="time cap of a repeat: S seconds x placements (default 10)")
+    p.add_argument("--cap", type=float, default=15.0, metavar="S",
+                   help="time cap of a repeat: S seconds x placements (default 15)")
     p.add_argument("--tasks", metavar="FILE",
                    help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
                         "(python -m gplace.real.procs serve ...); default: start local ones")
