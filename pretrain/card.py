@@ -52,7 +52,7 @@ def plot(val, train, out: Path, untrained: float | None = None, loss=()) -> None
         twin = ax.twinx()
         twin.plot(steps[k - 1:], np.convolve(l, np.ones(k) / k, mode="valid"), lw=1,
                   color="0.6")
-        twin.set_ylabel("training loss: elite cross-entropy (50-step mean)", color="0.4",
+        twin.set_ylabel("training loss: imitation cross-entropy (50-step mean)", color="0.4",
                         fontsize=8)
     if val:
         steps, g, _ = np.array(val).T
