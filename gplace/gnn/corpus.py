@@ -28,6 +28,7 @@ class CorpusGraph:
     split: str            # train | validation | test
     path: Path            # the graph file or SavedModel directory
     profile: Path | None  # measured CostProfile beside it, if any
+    ops: int | None = None  # the op count the manifest lists (None: unknown until imported)
 
 
 def find_manifest(directory: Path) -> tuple[Path, Path] | None:
@@ -62,7 +63,8 @@ def _from_manifest(manifest: Path, corpus: Path) -> list[CorpusGraph]:
             continue  # listed but not built here yet: `python -m datasets.build` makes it
         profile = corpus / row["profile"] if row.get("profile") else None
         out.append(CorpusGraph(row["name"], row["family"], row["split"], path,
-                               profile if profile and profile.exists() else None))
+                               profile if profile and profile.exists() else None,
+                               int(row["ops"]) if row.get("ops") is not None else None))
     return out
 
 
