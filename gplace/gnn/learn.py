@@ -38,6 +38,7 @@ class Elite(NamedTuple):
     step_time_s: float
     placement: np.ndarray    # (units,) int64
     rollout: Rollouts        # its decision features (a FORCED rollout), for the cross-entropy
+    interval: tuple[float, float] | None = None  # a real measurement's (low, high); None: exact
 
 
 class Batch(NamedTuple):
@@ -71,31 +72,48 @@ class ProblemState:
     def best_time_s(self) -> float:
         return self.elites[0].step_time_s if self.elites else np.inf
 
-    def offer(self, placements: np.ndarray, times: np.ndarray, feasible: np.ndarray) -> None:
+    def offer(self, placements: np.ndarray, times: np.ndarray, feasible: np.ndarray,
+              low: np.ndarray | None = None, high: np.ndarray | None = None) -> None:
         """Adds feasible placements to the elite set, keeping the ``elite_size`` fastest
-        distinct ones (ties: the one offered first)."""
+        distinct ones (ties: the one offered first). With ``low``/``high`` (a real
+        measurement's intervals, gplace.measure), a newcomer takes the best elite's place only
+        if its interval lies wholly below the incumbent's: overlapping intervals are a tie, and
+        the elite the fine-tuning imitates first does not follow noise."""
         known = {e.placement.tobytes() for e in self.elites}
         fresh = []
-        for p, t, ok in zip(np.asarray(placements, np.int64), times, feasible):
+        for k, (p, t, ok) in enumerate(zip(np.asarray(placements, np.int64), times, feasible)):
             key = p.tobytes()
             if ok and key not in known and (len(self.elites) < self.elite_size
                                              or t < self.elites[-1].step_time_s):
-                fresh.append((float(t), p.copy()))
+                span = None if low is None or high is None else (float(low[k]), float(high[k]))
+                fresh.append((float(t), p.copy(), span))
                 known.add(key)
         if not fresh:
             return
+        incumbent = self.elites[0] if self.elites else None
         ranked = sorted([(e.step_time_s, i, e) for i, e in enumerate(self.elites)]
-                        + [(t, len(self.elites) + j, p) for j, (t, p) in enumerate(fresh)],
+                        + [(t, len(self.elites) + j, (p, span))
+                           for j, (t, p, span) in enumerate(fresh)],
                         key=lambda x: (x[0], x[1]))[: self.elite_size]
-        self.elites = [x[2] if isinstance(x[2], Elite) else self._elite(x[0], x[2])
-                       for x in ranked]
+        elites = [x[2] if isinstance(x[2], Elite) else self._elite(x[0], *x[2]) for x in ranked]
+        if incumbent is not None and elites[0] is not incumbent and _overlap(elites[0], incumbent):
+            elites = [incumbent] + [e for e in elites if e is not incumbent][: self.elite_size - 1]
+        self.elites = elites
 
-    def _elite(self, t: float, placement: np.ndarray) -> Elite:
+    def _elite(self, t: float, placement: np.ndarray,
+               interval: tuple[float, float] | None = None) -> Elite:
         """An elite with its decision features: the rollout forced along its placement."""
         nu, nd = self.problem.num_units, self.problem.num_devices
         ro = rollout(self.sched, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
                      forced=placement[None])
-        return Elite(t, placement, ro)
+        return Elite(t, placement, ro, interval)
+
+
+def _overlap(a: Elite, b: Elite) -> bool:
+    """Do two elites' measured intervals overlap (a tie)? Exact (simulated) times never do."""
+    if a.interval is None or b.interval is None:
+        return False
+    return a.interval[0] <= b.interval[1] and b.interval[0] <= a.interval[1]
 
 
 def decision_logits(scores: Scores, phi: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -140,7 +158,7 @@ def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
     m = (measure or state.measurer.measure)(ro.placements)
     n = len(m.step_time_s)
     ro = Rollouts(*(x[:n] for x in ro))
-    state.offer(ro.placements, m.step_time_s, m.feasible)
+    state.offer(ro.placements, m.step_time_s, m.feasible, m.low_s, m.high_s)
     if state.ref_time_s is None and m.feasible.any():
         state.ref_time_s = float(m.step_time_s[m.feasible].min())
     rewards = post.reward(m.step_time_s / (state.ref_time_s or 1.0), m.feasible)

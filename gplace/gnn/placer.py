@@ -62,7 +62,7 @@ class GNNPlacer:
         zero = greedy(policy, state)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
-        state.offer(candidates, m.step_time_s, m.feasible)
+        state.offer(candidates, m.step_time_s, m.feasible, m.low_s, m.high_s)
         state.ref_time_s = state.best_time_s if state.elites else None
         zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
         start_time = state.best_time_s
@@ -114,7 +114,7 @@ class GNNPlacer:
                     moved.append(int(heaviest[moved[-1]]))
             cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
         m = tracker.evaluate(cands)
-        state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible)
+        state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible, m.low_s, m.high_s)
 
     def _local_share(self, used: int) -> float:
         """Ramps from ``local_start`` to ``local_fraction`` over ``local_ramp`` samples; it

@@ -48,6 +48,25 @@ def test_elites_keep_the_fastest_distinct_placements():
     assert np.array_equal(st.elites[0].rollout.placements[0], p[0])
 
 
+def test_a_measured_newcomer_displaces_the_best_elite_only_beyond_its_interval():
+    """Real measurements carry intervals: a faster point estimate whose interval overlaps the
+    best elite's is a tie and does not take first place; one wholly below does."""
+    st = state(5)
+    st.elite_size = 3
+    p = np.zeros((4, st.problem.num_units), np.int64)
+    p[1, 0], p[2, 1], p[3, 2] = 1, 1, 1
+    ok = np.array([True])
+    st.offer(p[:1], np.array([1.0]), ok, np.array([0.9]), np.array([1.1]))
+    st.offer(p[1:2], np.array([0.95]), ok, np.array([0.85]), np.array([1.05]))  # overlaps
+    assert [e.step_time_s for e in st.elites] == [1.0, 0.95]
+    st.offer(p[2:3], np.array([0.7]), ok, np.array([0.65]), np.array([0.75]))   # wholly below
+    assert [e.step_time_s for e in st.elites] == [0.7, 0.95, 1.0]
+    exact = state(5)  # simulated (no intervals): the point estimates rank, as before
+    exact.offer(p[:1], np.array([1.0]), ok)
+    exact.offer(p[1:2], np.array([0.95]), ok)
+    assert [e.step_time_s for e in exact.elites] == [0.95, 1.0]
+
+
 def test_cross_entropy_steps_make_the_elite_the_greedy_placement():
     torch.manual_seed(0)
     st = state(3, "post-4gpu")
