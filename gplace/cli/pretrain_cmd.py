@@ -38,12 +38,12 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "of expert iteration; default: an untrained network)")
     p.add_argument("--ce-weight", type=float, default=c.learn.ce_weight,
                    help=f"weight of the elite cross-entropy (default: {c.learn.ce_weight})")
-    p.add_argument("--dagger", type=float, default=c.learn.dagger,
+    p.add_argument("--dagger", type=float, default=c.learn.dagger, metavar="W",
                    help="weight of the cross-entropy towards each problem's best elite along the "
                         "policy's own greedy schedule (DAgger-style; default: "
                         f"{c.learn.dagger}, off)")
-    p.add_argument("--dagger-follow", type=float, default=c.learn.dagger_follow,
-                   help="probability that that schedule follows the elite at a decision "
+    p.add_argument("--dagger-follow", type=float, default=c.learn.dagger_follow, metavar="P",
+                   help="probability that the --dagger schedule follows the elite at a decision "
                         f"(default: {c.learn.dagger_follow})")
     p.add_argument("--elite-size", type=int, default=c.learn.elite_size,
                    help=f"placements in each problem's elite set (default: {c.learn.elite_size})")
