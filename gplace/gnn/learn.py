@@ -123,11 +123,13 @@ def decision_logits(scores: Scores, phi: torch.Tensor, mask: torch.Tensor) -> to
     return torch.where(mask, logits, torch.full_like(logits, MASKED))
 
 
-def decision_logp(scores: Scores, ro: Rollouts) -> tuple[torch.Tensor, torch.Tensor]:
-    """(K, units) log-probability of each decision taken, and (K, units, D) log-probabilities."""
+def decision_logp(scores: Scores, ro: Rollouts,
+                  taken: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(K, units) log-probability of each decision taken (``taken``: other (K, units) devices
+    to score at the rollout's states), and (K, units, D) log-probabilities."""
     logits = decision_logits(scores, torch.as_tensor(ro.phi), torch.as_tensor(ro.mask))
     logp = torch.log_softmax(logits, -1)
-    taken = torch.as_tensor(ro.placements)[..., None]
+    taken = torch.as_tensor(ro.placements if taken is None else taken)[..., None]
     return logp.gather(-1, taken).squeeze(-1), logp
 
 
@@ -194,11 +196,10 @@ def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int)
     target = state.elites[0].placement
     ro = rollout(state.sched, *scores.numpy(), MIXED, seed=seed, forced=target[None],
                  follow=follow)
-    logits = decision_logits(scores, torch.as_tensor(ro.phi), torch.as_tensor(ro.mask))[0]
+    logp = decision_logp(scores, ro, target[None])[0][0]
     mask = torch.as_tensor(ro.mask[0])
     t = torch.as_tensor(target)
     keep = mask.gather(-1, t[:, None]).squeeze(-1) & (mask.sum(-1) > 1)
-    logp = torch.log_softmax(logits, -1).gather(-1, t[:, None]).squeeze(-1)
     return -logp[keep].mean() if keep.any() else scores.s.sum() * 0.0
 
 
