@@ -81,3 +81,32 @@ def test_post_can_start_from_a_prior_and_seeds():
     uniform = get_placer("post", seed=0).place(p, SimMeasurer(p), 40).history.step_time_s[:20]
     assert np.median(first) < np.median(uniform)
     assert r.step_time_s <= SimMeasurer(p).measure(best[None]).step_time_s[0] * 1.5
+
+
+class _Scripted:
+    """A measurer that returns the given step times and intervals, in turn (a real one's)."""
+
+    def __init__(self, *rows):
+        self.rows = list(rows)
+
+    def measure(self, placements):
+        from gplace.measure import Measurement
+        t, low, high = (np.array(x, np.float64) for x in self.rows.pop(0))
+        n = len(t)
+        return Measurement(t, np.ones(n, bool), np.zeros((n, 2), np.int64),
+                           None if np.isnan(low).all() else low,
+                           None if np.isnan(high).all() else high)
+
+
+def test_tracker_keeps_the_best_until_an_interval_lies_wholly_below_it():
+    from gplace.placers.base import Tracker
+    problem, nan = two_chains(), float("nan")
+    p = np.zeros((1, problem.num_units), np.int64)
+    tracker = Tracker(problem, _Scripted(([10.0], [9.0], [11.0]),   # incumbent 9-11
+                                         ([9.5], [8.5], [10.5]),    # faster, overlapping: tie
+                                         ([7.0], [6.0], [8.0]),     # wholly below: replaces
+                                         ([6.9], [nan], [nan])), 4)  # simulated: by the time
+    for k, expect in enumerate([10.0, 10.0, 7.0, 6.9]):
+        tracker.evaluate(p + (k % 2))
+        assert tracker.best_time == expect
+    assert tracker.best_placement[0] == 1  # the last one's placement
