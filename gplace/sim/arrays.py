@@ -57,6 +57,7 @@ class SimArrays(NamedTuple):
     num_channels: int
     capacity: np.ndarray     # (devices,) int64
     eager: np.ndarray        # (channels,) bool: fed by one device of one lane (loop.run_eager)
+    any_temp: bool           # some op has scratch bytes on some device (memory.events)
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,7 +117,8 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         channel=links.channel.astype(np.int32), bandwidth=links.bandwidth,
         latency=links.latency_s, num_channels=links.num_channels,
         capacity=np.array([d.memory_bytes for d in cluster.devices], np.int64),
-        eager=_eager_channels(links.channel, lanes, links.num_channels))
+        eager=_eager_channels(links.channel, lanes, links.num_channels),
+        any_temp=bool(problem.costs.temp_bytes.any()))
 
 
 def _eager_channels(channel: np.ndarray, lanes: np.ndarray, channels: int) -> np.ndarray:
