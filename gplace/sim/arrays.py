@@ -1,11 +1,11 @@
 """SimArrays: the flat arrays the compiled simulator reads, built once per problem.
 
 Ops are renumbered (op ``i`` of the arrays is ``op_of_id[i]`` of the graph) by topological rank,
-and their outputs follow in that order. ``op_key`` keeps each op's topological rank and
-``out_key`` each output's graph id: the event loop orders ties by them, as the reference does,
-whatever the numbering. (Numbering by earliest start instead, so that the loop would walk the
-arrays more in sequence, measured no faster on the 10,000-op benchmark graph: 4.3 against
-4.5 ms per placement, best of 6 batches of 20, within the noise of a shared machine.)
+and their outputs follow in that order. ``op_key`` keeps each op's topological rank (its number:
+the event loop relies on it) and ``out_key`` each output's graph id: the event loop orders ties
+by them, as the reference does. (Numbering by earliest start instead, so that the loop would
+walk the arrays more in sequence, measured no faster on the 10,000-op benchmark graph: 4.3
+against 4.5 ms per placement, best of 6 batches of 20, within the noise of a shared machine.)
 
 CSR layouts (FlexFlow's advice: build the task arrays apart from the hot loop):
 ``out_ptr`` op -> its outputs; ``cons_ptr``/``cons_op`` output -> consuming ops (one per forward
@@ -95,7 +95,8 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
     cons_ptr, cons_op = _csr(out_id, dst, n_out)
     ctrl_ptr, ctrl_op = _csr(ctrl_src, ctrl_dst, n)
     indeg = np.bincount(dst, minlength=n) + np.bincount(ctrl_dst, minlength=n)
-    key = rank[order]
+    key = rank[order]  # 0, 1, 2, ...: loop.run and run_eager use an op's number as its key
+    assert (key == np.arange(n)).all()
     sources = np.flatnonzero(indeg == 0)
     out_bytes = g.out_bytes[out_key].astype(np.int64)
     lanes = np.array([d.lanes for d in cluster.devices], np.int32)

@@ -3,7 +3,8 @@
 Per placement, ``place`` gathers the devices and op times by op id (:mod:`gplace.sim.arrays`),
 then ``run_eager`` runs the loop. Tasks leave the heap (:mod:`gplace.sim.heap`) in (ready time,
 key) order with the reference's keys: an op's topological rank, or ``ops + output key * devices
-+ device`` for a transfer. The heap holds ``key << shift | op or transfer``, so a popped task
++ device`` for a transfer. Ops are numbered by that rank (``SimArrays``), so the heap holds an
+op's number as it is, and ``key << shift | transfer`` for a transfer (>= ops): a popped task
 needs no look-up. The ops without inputs (a quarter of a random DAG's) are all ready at 0 and
 come in key order from a list of their own, which keeps the heap small.
 
@@ -26,7 +27,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from gplace.sim.heap import bits, from_bits, pop, push
+from gplace.sim.heap import bits, from_bits, lt, pop, push
 from gplace.sim.memory import Sweep, new_sweep
 
 
@@ -137,22 +138,24 @@ def _queue(h, size, has, qt, qk, t, k):
     """Adds (time bits t, key k) to the queue: the heap h of ``size`` entries and a slot
     (``has`` a task, its time bits ``qt`` and key ``qk``) for a task that orders before every
     heap entry (an op or transfer that is due next skips the heap); keeps that invariant.
-    Returns the new (size, has, qt, qk). (Scalars, not an array: numba counts references
-    to an array an inlined function gets, atomically, on every call.)"""
-    if has and (t < qt or (t == qt and k < qk)):
-        size = push(h, size, qt, qk)
-        qt, qk = t, k
-    elif has or (size > 0 and (h[0] < t or (h[0] == t and h[1] < k))):
-        size = push(h, size, t, k)
+    Returns the new (size, has, qt, qk). One push, of the later of the new task and the
+    slot's, chosen without a branch. (Scalars, not an array: numba counts references to an
+    array an inlined function gets, atomically, on every call.)"""
+    if has or not ((size == 0) | lt(t, k, h[0], h[1])):
+        swap = has & lt(t, k, qt, qk)  # the new task goes before the slot's
+        pt, pk = (qt, qk) if swap else (t, k)
+        qt, qk = (t, k) if swap else (qt, qk)
+        size = push(h, size, pt, pk)
     else:
         has, qt, qk = 1, t, k
     return size, has, qt, qk
 
 
 @njit(cache=True, inline="always")
-def _task(o, ready, key, shift):
-    """(time bits, heap entry) of op o, ready at ready[o]."""
-    return bits(ready[o]), (np.int64(key[o]) << shift) | o
+def _task(o, ready):
+    """(time bits, heap entry) of op o, ready at ready[o]: its key is its number (module
+    doc)."""
+    return bits(ready[o]), np.int64(o)
 
 
 @njit(cache=True, inline="always")
@@ -176,7 +179,7 @@ def run(a, w, shift, busy):
     xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
     xs, xf, xa, order = w.xs, w.xf, w.xa, w.order
     out_ptr, cons_ptr, cons_op, lane_ptr = a.out_ptr, a.cons_ptr, a.cons_op, a.lane_ptr
-    ctrl_ptr, ctrl_op, latency, key, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.op_key, a.sources
+    ctrl_ptr, ctrl_op, latency, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.sources
     mask = (np.int64(1) << shift) - 1
     lane_free[:] = 0.0
     chan_free[:] = 0.0
@@ -189,8 +192,8 @@ def run(a, w, shift, busy):
         elif size > 0:
             nt, nk = h[0], h[1]
         if f < first.shape[0] and (not (size > 0 or has) or nt > 0
-                                   or nk >> shift > key[first[f]]):
-            t, packed = 0.0, (np.int64(key[first[f]]) << shift) | first[f]  # ready at 0
+                                   or nk > first[f]):
+            t, packed = 0.0, np.int64(first[f])  # ready at 0
             f += 1
         elif has:
             t, packed = from_bits(nt), nk
@@ -198,8 +201,8 @@ def run(a, w, shift, busy):
         else:
             t, packed = from_bits(nt), nk
             size = pop(h, size)
-        if packed >> shift < n:
-            o = np.uint32(packed & mask)
+        if packed < n:
+            o = np.uint32(packed)
             d = dev[o]
             lane = lane_ptr[d]
             for s in range(lane + 1, lane_ptr[d + 1]):
@@ -217,13 +220,13 @@ def run(a, w, shift, busy):
                     c = cons_op[e]
                     if dev[c] == d:
                         if _ready(c, en, ready, pending):
-                            tb, tk = _task(c, ready, key, shift)
+                            tb, tk = _task(c, ready)
                             size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]
                 if _ready(c, ta, ready, pending):
-                    tb, tk = _task(c, ready, key, shift)
+                    tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
             x = np.uint32(packed & mask)
@@ -237,7 +240,7 @@ def run(a, w, shift, busy):
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 c = cons_op[e]
                 if dev[c] == dd and _ready(c, arrive, ready, pending):
-                    tb, tk = _task(c, ready, key, shift)
+                    tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
     return done
 
@@ -259,7 +262,7 @@ def run_eager(a, w, shift, busy):
                                                       w.xf, w.xa, w.xat, w.copy)
     out_ptr, cons_ptr, cons_op, lane_ptr, out_key = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                      a.lane_ptr, a.out_key)
-    ctrl_ptr, ctrl_op, latency, key, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.op_key, a.sources
+    ctrl_ptr, ctrl_op, latency, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.sources
     channel, bandwidth, out_bytes, eager, cons_out = (a.channel, a.bandwidth, a.out_bytes,
                                                       a.eager, a.cons_out)
     mask = (np.int64(1) << shift) - 1
@@ -277,8 +280,8 @@ def run_eager(a, w, shift, busy):
         elif size > 0:
             nt, nk = h[0], h[1]
         if f < first.shape[0] and (not (size > 0 or has) or nt > 0
-                                   or nk >> shift > key[first[f]]):
-            t, packed = 0.0, (np.int64(key[first[f]]) << shift) | first[f]  # ready at 0
+                                   or nk > first[f]):
+            t, packed = 0.0, np.int64(first[f])  # ready at 0
             f += 1
         elif has:
             t, packed = from_bits(nt), nk
@@ -286,8 +289,8 @@ def run_eager(a, w, shift, busy):
         else:
             t, packed = from_bits(nt), nk
             size = pop(h, size)
-        if packed >> shift < n:
-            o = np.uint32(packed & mask)
+        if packed < n:
+            o = np.uint32(packed)
             d = dev[o]
             lane = lane_ptr[d]
             for s in range(lane + 1, lane_ptr[d + 1]):
@@ -305,7 +308,7 @@ def run_eager(a, w, shift, busy):
                 if dc == d:
                     copy[e] = j
                     if _ready(c, en, ready, pending):
-                        tb, tk = _task(c, ready, key, shift)
+                        tb, tk = _task(c, ready)
                         size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
                     continue
                 if seen[dc] != j:  # the first consumer there: send j
@@ -332,13 +335,13 @@ def run_eager(a, w, shift, busy):
                 copy[e] = n_out + xat[dc]
                 if arr[dc] >= 0.0:
                     if _ready(c, arr[dc], ready, pending):
-                        tb, tk = _task(c, ready, key, shift)
+                        tb, tk = _task(c, ready)
                         size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
                 ta = en if dev[c] == d else en + latency[d, dev[c]]
                 if _ready(c, ta, ready, pending):
-                    tb, tk = _task(c, ready, key, shift)
+                    tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
             x = np.uint32(packed & mask)
@@ -351,6 +354,6 @@ def run_eager(a, w, shift, busy):
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 c = cons_op[e]
                 if dev[c] == dd and _ready(c, arrive, ready, pending):
-                    tb, tk = _task(c, ready, key, shift)
+                    tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
     return done, nx
