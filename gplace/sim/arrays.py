@@ -39,6 +39,7 @@ class SimArrays(NamedTuple):
     cost: np.ndarray         # (ops, devices) float64 seconds
     temp: np.ndarray         # (ops, devices) int64 scratch bytes
     param_bytes: np.ndarray  # (ops,) int64
+    param_ops: np.ndarray    # (ops with parameters,) uint32
     out_ptr: np.ndarray      # (ops+1,) uint32; outputs numbered in op order
     out_owner: np.ndarray    # (outputs,) uint32: op of each output
     out_key: np.ndarray      # (outputs,) int32: graph output id (OpGraph.out_ptr numbering)
@@ -106,7 +107,9 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         op_key=key.astype(np.int32), sources=sources[np.argsort(key[sources])].astype(np.int32),
         cost=np.ascontiguousarray(problem.costs.time_s[order], np.float64),
         temp=np.ascontiguousarray(problem.costs.temp_bytes[order], np.int64),
-        param_bytes=g.param_bytes[order].astype(np.int64), out_ptr=out_ptr.astype(np.uint32),
+        param_bytes=g.param_bytes[order].astype(np.int64),
+        param_ops=np.flatnonzero(g.param_bytes[order]).astype(np.uint32),
+        out_ptr=out_ptr.astype(np.uint32),
         out_owner=out_owner.astype(np.uint32), out_key=out_key.astype(np.int32),
         out_bytes=out_bytes,
         out_total=np.diff(np.concatenate([[0], np.cumsum(out_bytes)])[out_ptr]).astype(np.int64),
