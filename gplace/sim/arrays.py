@@ -51,7 +51,7 @@ class SimArrays(NamedTuple):
     ctrl_ptr: np.ndarray     # (ops+1,) uint32
     ctrl_op: np.ndarray      # (forward control edges,) uint32
     indeg: np.ndarray        # (ops,) int32: forward data + control in-edges
-    lane_ptr: np.ndarray     # (devices+1,) int32: lane slots of each device
+    lane_ptr: np.ndarray     # (devices+1,) uint32: lane slots of each device
     channel: np.ndarray      # (devices, devices) int32
     bandwidth: np.ndarray    # (devices, devices) float64
     latency: np.ndarray      # (devices, devices) float64
@@ -117,7 +117,7 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         cons_out=np.repeat(np.arange(n_out, dtype=np.uint32), np.diff(cons_ptr)),
         ctrl_ptr=ctrl_ptr.astype(np.uint32), ctrl_op=ctrl_op.astype(np.uint32),
         indeg=indeg.astype(np.int32),
-        lane_ptr=np.concatenate([[0], np.cumsum(lanes)]).astype(np.int32),
+        lane_ptr=np.concatenate([[0], np.cumsum(lanes)]).astype(np.uint32),
         channel=links.channel.astype(np.int32), bandwidth=links.bandwidth,
         latency=links.latency_s, num_channels=links.num_channels,
         capacity=np.array([d.memory_bytes for d in cluster.devices], np.int64),

@@ -210,7 +210,7 @@ def run(a, w, shift, busy):
             o = np.uint32(packed)
             d = dev[o]
             lane = lane_ptr[d]
-            for s in range(lane + 1, lane_ptr[d + 1]):
+            for s in range(lane + np.uint32(1), lane_ptr[d + 1]):
                 if lane_free[s] < lane_free[lane]:
                     lane = s
             st = max(t, lane_free[lane])
@@ -276,7 +276,7 @@ def run_eager(a, w, shift, busy):
     chan_free[:] = 0.0
     busy[:] = 0.0
     seen[:] = -1
-    last[:] = -1
+    last[:] = 0  # before every task (heap.lt compares unsigned)
     size, has, qt, qk = 0, 0, np.int64(0), np.int64(0)  # the heap's size; the slot
     done = nx = f = 0
     while size > 0 or has or f < first.shape[0]:
@@ -298,7 +298,7 @@ def run_eager(a, w, shift, busy):
             o = np.uint32(packed)
             d = dev[o]
             lane = lane_ptr[d]
-            for s in range(lane + 1, lane_ptr[d + 1]):
+            for s in range(lane + np.uint32(1), lane_ptr[d + 1]):
                 if lane_free[s] < lane_free[lane]:
                     lane = s
             st = max(t, lane_free[lane])
@@ -322,7 +322,7 @@ def run_eager(a, w, shift, busy):
                     k = np.int64(n + out_key[j] * nd + dc)
                     xd[nx], xj[nx] = dc, j
                     if eager[ch]:
-                        if ben < last[2 * ch] or (ben == last[2 * ch] and k < last[2 * ch + 1]):
+                        if lt(ben, k, last[2 * ch], last[2 * ch + 1]):
                             return -1, 0
                         last[2 * ch], last[2 * ch + 1] = ben, k
                         begin = max(en, chan_free[ch])
