@@ -44,7 +44,7 @@ MAX_BYTES = 1 << (62 - DEV_BITS)  # bytes one op may allocate at once (2^46 B = 
 class Sweep(NamedTuple):
     """Scratch of the memory sweep of one placement, reused along a batch."""
 
-    ev_k: np.ndarray   # (rows,) int32 bucket sum (device * buckets + bucket) of each row
+    ev_k: np.ndarray   # (rows,) uint32 bucket sum (device * buckets + bucket) of each row
     so_t: np.ndarray   # (rows,) the rows of the candidate buckets: times, then sorted
     so_b: np.ndarray   # (rows,) int64 bytes << DEV_BITS | device
     tmp_t: np.ndarray  # (rows,) radix sort buffer
@@ -63,7 +63,7 @@ def new_sweep(rows, copies, devices):
     while buckets < 1024 and buckets * devices * 16 < rows:
         buckets *= 2
     f, i = np.float64, np.int64
-    return Sweep(np.zeros(rows, np.int32), np.zeros(rows, f), np.zeros(rows, i),
+    return Sweep(np.zeros(rows, np.uint32), np.zeros(rows, f), np.zeros(rows, i),
                  np.zeros(rows, f), np.zeros(rows, i), np.zeros(rows + 64, i), np.zeros(copies, f),
                  np.zeros(devices * buckets, i), np.zeros(devices * buckets, i),
                  np.zeros(devices, i), np.zeros(devices, i))
@@ -77,9 +77,10 @@ def _bucket(t, scale, top):
 
 @njit(cache=True, inline="always")
 def _slot(t, d, scale, buckets):
-    """Index of device d's bucket of time t in the (devices * buckets,) sums. (Scalars only:
-    numba counts references to an array an inlined function gets, on every call.)"""
-    return d * buckets + _bucket(t, scale, buckets - 1)
+    """Index of device d's bucket of time t in the (devices * buckets,) sums, unsigned (numba
+    checks a signed index for a negative value on every access). (Scalars only: numba counts
+    references to an array an inlined function gets, on every call.)"""
+    return np.uint64(d * buckets + _bucket(t, scale, buckets - 1))
 
 
 @njit(cache=True)
