@@ -89,26 +89,37 @@ def _free_times(a, w, s, nx):
     end, xa, xj, copy = w.end, w.xa, w.xj, w.copy
     out_owner, cons_op, cfree = a.out_owner, a.cons_op, s.cfree
     n_out = a.out_bytes.shape[0]
+    sent = cfree[n_out:]  # transfers' copies (a view: indices from 0 need no sign check)
     for j in range(n_out):  # an output's own copy: until its op ends, ...
         cfree[j] = end[out_owner[j]]
     for x in range(nx):  # ... and every transfer of it arrived; a copy sent: from arrival
-        cfree[n_out + x] = xa[x]
+        sent[x] = xa[x]
         cfree[xj[x]] = max(cfree[xj[x]], xa[x])
     for e in range(cons_op.shape[0]):  # every copy: until its last reader ends
         cfree[copy[e]] = max(cfree[copy[e]], end[cons_op[e]])
 
 
 @njit(cache=True)
+def _rows(s, n_out, nx, n):
+    """Views of s.ev_k, by source: outputs' frees, transfers' allocations, transfers' frees,
+    ops' starts, ops' ends (views index from 0, which numba need not check for a sign)."""
+    ev_k = s.ev_k
+    a, b, c = n_out + nx, n_out + 2 * nx, n_out + 2 * nx + n
+    return ev_k[:n_out], ev_k[n_out:a], ev_k[a:b], ev_k[b:c], ev_k[c:c + n]
+
+
+@njit(cache=True)
 def events(a, w, s, nx, step):
     """s.cfree, the bucket sums s.alloc / s.freed of the step's rows and the bucket of each
-    row in s.ev_k, from the schedule in ``w`` with its ``nx`` transfers; ``step`` is the last
-    op's end. Rows in a fixed order (``_candidates`` finds their sources by place): outputs'
-    own copies freed, transfers' copies allocated and freed, ops' starts, ops' ends."""
+    row in s.ev_k (``_rows``: ``_candidates`` finds a row's source by its place), from the
+    schedule in ``w`` with its ``nx`` transfers; ``step`` is the last op's end."""
     _free_times(a, w, s, nx)
     dev, start, end, xd, xa, xj = w.dev, w.start, w.end, w.xd, w.xa, w.xj
     out_owner, out_bytes, temp_of, out_total = a.out_owner, a.out_bytes, a.temp, a.out_total
-    cfree, alloc, freed, ev_k = s.cfree, s.alloc, s.freed, s.ev_k  # out of the record
-    n_out, nd = out_bytes.shape[0], a.num_devices
+    cfree, alloc, freed = s.cfree, s.alloc, s.freed  # arrays out of the record (loop.place)
+    n_out, nd, n = out_bytes.shape[0], a.num_devices, a.num_ops
+    ev_out, ev_xa, ev_xf, ev_start, ev_end = _rows(s, n_out, nx, n)
+    sent = cfree[n_out:]
     buckets = alloc.shape[0] // nd
     scale = buckets / step if step > 0.0 else 0.0
     alloc[:] = 0
@@ -116,28 +127,26 @@ def events(a, w, s, nx, step):
     for j in range(n_out):
         k = _slot(cfree[j], dev[out_owner[j]], scale, buckets)
         freed[k] += out_bytes[j]
-        ev_k[j] = k
+        ev_out[j] = k
     for x in range(nx):
-        nbytes, d, i = out_bytes[xj[x]], xd[x], n_out + 2 * x
+        nbytes, d = out_bytes[xj[x]], xd[x]
         k = _slot(xa[x], d, scale, buckets)
         alloc[k] += nbytes
-        ev_k[i] = k
-        k = _slot(cfree[n_out + x], d, scale, buckets)
+        ev_xa[x] = k
+        k = _slot(sent[x], d, scale, buckets)
         freed[k] += nbytes
-        ev_k[i + 1] = k
-    i = n_out + 2 * nx
-    for o in range(a.num_ops):  # outputs and scratch from the start, scratch to the end
+        ev_xf[x] = k
+    for o in range(n):  # outputs and scratch from the start, scratch to the end
         d = dev[o]
         k = _slot(start[o], d, scale, buckets)
         alloc[k] += temp_of[o, d] + out_total[o]
-        ev_k[i + o] = k
+        ev_start[o] = k
     if a.any_temp:
-        i += a.num_ops
-        for o in range(a.num_ops):
+        for o in range(n):
             d = dev[o]
             k = _slot(end[o], d, scale, buckets)
             freed[k] += temp_of[o, d]
-            ev_k[i + o] = k
+            ev_end[o] = k
 
 
 @njit(cache=True)
@@ -171,34 +180,35 @@ def _candidates(a, w, s, nx):
     rows) costs less than making every row."""
     dev, start, end, xd, xa, xj = w.dev, w.start, w.end, w.xd, w.xa, w.xj
     out_owner, out_bytes, temp_of, out_total = a.out_owner, a.out_bytes, a.temp, a.out_total
-    cfree, alloc, ev_k, so_t, so_b = s.cfree, s.alloc, s.ev_k, s.so_t, s.so_b
-    n_out = out_bytes.shape[0]
+    cfree, alloc, so_t, so_b = s.cfree, s.alloc, s.so_t, s.so_b
+    n_out, n = out_bytes.shape[0], a.num_ops
+    ev_out, ev_xa, ev_xf, ev_start, ev_end = _rows(s, n_out, nx, n)
+    sent = cfree[n_out:]
     c = 0
     for j in range(n_out):
-        if alloc[ev_k[j]] >= 0:
+        if alloc[ev_out[j]] >= 0:
             nbytes = out_bytes[j]
             so_t[c], so_b[c] = cfree[j], (-nbytes << DEV_BITS) | dev[out_owner[j]]
             c += nbytes != 0
-    for i in range(n_out, n_out + 2 * nx):
-        if alloc[ev_k[i]] >= 0:
-            x = (i - n_out) >> 1
+    for x in range(nx):
+        if alloc[ev_xa[x]] >= 0:
             nbytes = out_bytes[xj[x]]
-            if (i - n_out) & 1:
-                so_t[c], so_b[c] = cfree[n_out + x], (-nbytes << DEV_BITS) | xd[x]
-            else:
-                so_t[c], so_b[c] = xa[x], (nbytes << DEV_BITS) | xd[x]
+            so_t[c], so_b[c] = xa[x], (nbytes << DEV_BITS) | xd[x]
             c += nbytes != 0
-    i = n_out + 2 * nx
-    for o in range(a.num_ops):
-        if alloc[ev_k[i + o]] >= 0:
+    for x in range(nx):
+        if alloc[ev_xf[x]] >= 0:
+            nbytes = out_bytes[xj[x]]
+            so_t[c], so_b[c] = sent[x], (-nbytes << DEV_BITS) | xd[x]
+            c += nbytes != 0
+    for o in range(n):
+        if alloc[ev_start[o]] >= 0:
             d = dev[o]
             nbytes = temp_of[o, d] + out_total[o]
             so_t[c], so_b[c] = start[o], (nbytes << DEV_BITS) | d
             c += nbytes != 0
     if a.any_temp:
-        i += a.num_ops
-        for o in range(a.num_ops):
-            if alloc[ev_k[i + o]] >= 0:
+        for o in range(n):
+            if alloc[ev_end[o]] >= 0:
                 d = dev[o]
                 temp = temp_of[o, d]
                 so_t[c], so_b[c] = end[o], (-temp << DEV_BITS) | d
