@@ -1,11 +1,11 @@
 """SimArrays: the flat arrays the compiled simulator reads, built once per problem.
 
 Ops are renumbered (op ``i`` of the arrays is ``op_of_id[i]`` of the graph) by topological rank,
-and their outputs follow in that order. ``op_key`` keeps each op's topological rank and
-``out_key`` each output's graph id: the event loop orders ties by them, as the reference does,
-whatever the numbering. (Numbering by earliest start instead, so that the loop would walk the
-arrays more in sequence, measured no faster on the 10,000-op benchmark graph: 4.3 against
-4.5 ms per placement, best of 6 batches of 20, within the noise of a shared machine.)
+and their outputs follow in that order. ``op_key`` keeps each op's topological rank (its number:
+the event loop relies on it) and ``out_key`` each output's graph id: the event loop orders ties
+by them, as the reference does. (Numbering by earliest start instead, so that the loop would
+walk the arrays more in sequence, measured no faster on the 10,000-op benchmark graph: 4.3
+against 4.5 ms per placement, best of 6 batches of 20, within the noise of a shared machine.)
 
 CSR layouts (FlexFlow's advice: build the task arrays apart from the hot loop):
 ``out_ptr`` op -> its outputs; ``cons_ptr``/``cons_op`` output -> consuming ops (one per forward
@@ -39,6 +39,7 @@ class SimArrays(NamedTuple):
     cost: np.ndarray         # (ops, devices) float64 seconds
     temp: np.ndarray         # (ops, devices) int64 scratch bytes
     param_bytes: np.ndarray  # (ops,) int64
+    param_ops: np.ndarray    # (ops with parameters,) uint32
     out_ptr: np.ndarray      # (ops+1,) uint32; outputs numbered in op order
     out_owner: np.ndarray    # (outputs,) uint32: op of each output
     out_key: np.ndarray      # (outputs,) int32: graph output id (OpGraph.out_ptr numbering)
@@ -50,13 +51,14 @@ class SimArrays(NamedTuple):
     ctrl_ptr: np.ndarray     # (ops+1,) uint32
     ctrl_op: np.ndarray      # (forward control edges,) uint32
     indeg: np.ndarray        # (ops,) int32: forward data + control in-edges
-    lane_ptr: np.ndarray     # (devices+1,) int32: lane slots of each device
+    lane_ptr: np.ndarray     # (devices+1,) uint32: lane slots of each device
     channel: np.ndarray      # (devices, devices) int32
     bandwidth: np.ndarray    # (devices, devices) float64
     latency: np.ndarray      # (devices, devices) float64
     num_channels: int
     capacity: np.ndarray     # (devices,) int64
     eager: np.ndarray        # (channels,) bool: fed by one device of one lane (loop.run_eager)
+    any_temp: bool           # some op has scratch bytes on some device (memory.events)
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -94,7 +96,8 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
     cons_ptr, cons_op = _csr(out_id, dst, n_out)
     ctrl_ptr, ctrl_op = _csr(ctrl_src, ctrl_dst, n)
     indeg = np.bincount(dst, minlength=n) + np.bincount(ctrl_dst, minlength=n)
-    key = rank[order]
+    key = rank[order]  # 0, 1, 2, ...: loop.run and run_eager use an op's number as its key
+    assert (key == np.arange(n)).all()
     sources = np.flatnonzero(indeg == 0)
     out_bytes = g.out_bytes[out_key].astype(np.int64)
     lanes = np.array([d.lanes for d in cluster.devices], np.int32)
@@ -104,7 +107,9 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         op_key=key.astype(np.int32), sources=sources[np.argsort(key[sources])].astype(np.int32),
         cost=np.ascontiguousarray(problem.costs.time_s[order], np.float64),
         temp=np.ascontiguousarray(problem.costs.temp_bytes[order], np.int64),
-        param_bytes=g.param_bytes[order].astype(np.int64), out_ptr=out_ptr.astype(np.uint32),
+        param_bytes=g.param_bytes[order].astype(np.int64),
+        param_ops=np.flatnonzero(g.param_bytes[order]).astype(np.uint32),
+        out_ptr=out_ptr.astype(np.uint32),
         out_owner=out_owner.astype(np.uint32), out_key=out_key.astype(np.int32),
         out_bytes=out_bytes,
         out_total=np.diff(np.concatenate([[0], np.cumsum(out_bytes)])[out_ptr]).astype(np.int64),
@@ -112,11 +117,12 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         cons_out=np.repeat(np.arange(n_out, dtype=np.uint32), np.diff(cons_ptr)),
         ctrl_ptr=ctrl_ptr.astype(np.uint32), ctrl_op=ctrl_op.astype(np.uint32),
         indeg=indeg.astype(np.int32),
-        lane_ptr=np.concatenate([[0], np.cumsum(lanes)]).astype(np.int32),
+        lane_ptr=np.concatenate([[0], np.cumsum(lanes)]).astype(np.uint32),
         channel=links.channel.astype(np.int32), bandwidth=links.bandwidth,
         latency=links.latency_s, num_channels=links.num_channels,
         capacity=np.array([d.memory_bytes for d in cluster.devices], np.int64),
-        eager=_eager_channels(links.channel, lanes, links.num_channels))
+        eager=_eager_channels(links.channel, lanes, links.num_channels),
+        any_temp=bool(problem.costs.temp_bytes.any()))
 
 
 def _eager_channels(channel: np.ndarray, lanes: np.ndarray, channels: int) -> np.ndarray:

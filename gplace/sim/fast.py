@@ -43,8 +43,8 @@ def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager):
         nx = loop.plan(a, devs, col, b, w, shift)
         done = loop.run(a, w, shift, busy[b])
     step[b] = w.end.max() if a.num_ops else 0.0
-    m = memory.events(a, w, w.sweep, nx, step[b])
-    memory.peak(w.sweep, m, step[b], w.params, peak[b])
+    memory.events(a, w, w.sweep, nx, step[b])
+    memory.peak(a, w, w.sweep, nx, step[b], w.params, peak[b])
     oom[b] = (peak[b] > a.capacity).any()
     nxs[b] = nx
     return done == a.num_ops
@@ -92,6 +92,9 @@ class FastSimulator:
         self._col_unit = np.ascontiguousarray(problem.unit_of_op[a.op_of_id], np.int64)
         self._col_op = np.ascontiguousarray(a.op_of_id, np.int64)
         biggest = int((a.out_total + a.temp.max(axis=1)).max()) if a.num_ops else 0
+        if a.num_ops and min(a.out_bytes.min(initial=0), a.temp.min()) < 0:
+            raise ValueError("the fast simulator sums allocations and frees apart: byte counts "
+                             "must not be negative")
         if a.num_devices > memory.DEV_MASK + 1 or biggest >= MAX_BYTES:
             raise ValueError(f"the fast simulator packs a device index into {memory.DEV_BITS} "
                              f"bits and an op's bytes into the rest: {a.num_devices} devices, "

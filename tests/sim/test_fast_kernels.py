@@ -2,9 +2,11 @@
 memory sweep on larger graphs, and the guard against a stale numba cache."""
 
 import numpy as np
+import pytest
 from numba import njit
 
 from gplace.cluster import load_cluster
+from gplace.cost import OpCosts
 from gplace.problem import PlacementProblem
 from gplace.sim import FastSimulator, fast, simulate_reference
 from gplace.sim.heap import bits, from_bits, pop, push
@@ -69,3 +71,17 @@ def test_stale_cache_files_go_when_sources_change(tmp_path):
     assert (tmp_path / "loop.run-9.py311.nbi").exists()
     (tmp_path / "gplace-sim-kernels.sha256").write_text("an older digest")
     assert invalidate_stale(tmp_path) and not (tmp_path / "loop.run-9.py311.nbi").exists()
+
+
+def test_negative_byte_counts_are_refused():
+    """memory.events sums allocations and frees apart, which needs byte counts >= 0."""
+    prob = PlacementProblem.build(random_dag(RandomDagConfig(ops=20), 1), load_cluster("post-4gpu"))
+    c = prob.costs
+    temp = c.temp_bytes.copy()
+    temp[3, 0] = -1
+    bad = PlacementProblem(prob.graph, prob.cluster,
+                           OpCosts(c.time_s, temp, c.output_bytes, c.measured, c.estimated, ()),
+                           prob.unit_of_op, prob.num_units)
+    with pytest.raises(ValueError, match="negative"):
+        FastSimulator(bad)
+    FastSimulator(prob)  # the same problem with its own (non-negative) scratch bytes
