@@ -26,8 +26,9 @@ from gplace.sim import jit_cache, loop, memory
 from gplace.sim.arrays import SimArrays, build_arrays
 from gplace.sim.records import BatchResult, SimResult, Transfers
 
-jit_cache.invalidate_stale()
+jit_cache.invalidate_all()
 MAX_BYTES = memory.MAX_BYTES
+_NOTICED = False  # jit_cache.notice_if_cold ran in this process
 _PARALLEL_MIN_OPS = 20_000  # op-events a batch needs before threads pay for their start-up
 
 
@@ -84,6 +85,10 @@ class FastSimulator:
 
     def __init__(self, problem: PlacementProblem, threads: int | None = None):
         self.problem = problem
+        global _NOTICED
+        if not _NOTICED:
+            _NOTICED = True
+            jit_cache.notice_if_cold()
         self.arrays: SimArrays = build_arrays(problem)
         self.threads = threads
         self._local = threading.local()  # one scratch per calling thread, kept between calls

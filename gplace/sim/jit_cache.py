@@ -5,13 +5,15 @@ The kernels are compiled with ``cache=True``: the first call on a fresh install 
 the package is not writable, in numba's user-wide cache directory; ``NUMBA_CACHE_DIR`` picks
 another); later processes load it in well under a second. But numba keys each cached function
 by its own file's timestamp only, not by the files of the functions it calls: after an edit to
-``loop.py`` alone, ``fast.py``'s cached batch function would keep running the old event loop.
-``invalidate_stale`` drops this package's cache files whenever the kernel sources change.
+``loop.py`` alone, ``fast.py``'s cached batch function would keep running the old event loop
+(and, once the scratch layout changed, crash). ``invalidate_stale`` drops this package's cache
+files whenever the kernel sources change, in every place numba may keep them (``cache_dirs``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
@@ -25,6 +27,34 @@ def sources_digest() -> str:
     return h.hexdigest()
 
 
+def cache_dirs() -> list[Path]:
+    """Where numba may cache this package's kernels: ``__pycache__`` beside the sources, the
+    folder under ``NUMBA_CACHE_DIR`` when that is set, and numba's user-wide cache (numba
+    names the last two by the sources' folder: ``numba.core.caching``'s locators)."""
+    dirs = [_HERE / "__pycache__"]
+    try:
+        from numba.core import config
+        from numba.core.caching import UserWideCacheLocator, _CacheLocator
+        from numba.misc.appdirs import AppDirs
+        sub = _CacheLocator.get_suitable_cache_subpath(str(_HERE / "fast.py"))
+        if config.CACHE_DIR:
+            dirs.append(Path(config.CACHE_DIR) / sub)
+        dirs.append(Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / sub)
+    except (ImportError, AttributeError):  # another numba: the in-tree folder at least
+        pass
+    return dirs
+
+
+def invalidate_all() -> None:
+    """``invalidate_stale`` in the folders of ``cache_dirs``: beside the sources and under
+    ``NUMBA_CACHE_DIR`` always (stamped before numba writes there), the user-wide one if it
+    exists."""
+    dirs = cache_dirs()
+    for k, d in enumerate(dirs):
+        if k < len(dirs) - 1 or d.is_dir():
+            invalidate_stale(d)
+
+
 def invalidate_stale(cache_dir: Path = _HERE / "__pycache__") -> bool:
     """Deletes the numba cache files (``*.nbi``, ``*.nbc``) in ``cache_dir`` if the kernel
     sources changed since they were written; returns whether it did. Never raises: a cache
@@ -36,8 +66,32 @@ def invalidate_stale(cache_dir: Path = _HERE / "__pycache__") -> bool:
             return False
         for f in list(cache_dir.glob("*.nbi")) + list(cache_dir.glob("*.nbc")):
             f.unlink(missing_ok=True)
-        cache_dir.mkdir(exist_ok=True)
+        cache_dir.mkdir(parents=True, exist_ok=True)
         stamp.write_text(digest)
         return True
     except OSError:
         return False
+
+
+def is_cold() -> bool:
+    """No compiled batch kernel where numba will look first (``NUMBA_CACHE_DIR``'s folder
+    when set, else beside the sources if writable, else the user-wide one): the first
+    simulation compiles."""
+    import os
+    dirs = cache_dirs()
+    if len(dirs) == 3:  # NUMBA_CACHE_DIR is set
+        use = dirs[1]
+    elif os.access(dirs[0] if dirs[0].is_dir() else _HERE, os.W_OK):
+        use = dirs[0]
+    else:
+        use = dirs[-1]
+    return not (use.is_dir() and any(use.glob("fast._batch-*.nbi")))
+
+
+def notice_if_cold(stream=None) -> None:
+    """One line on a terminal's stderr before a cold first simulation, so that the wait is
+    not a surprise; nothing when stderr is a pipe or file (logs, tests) or the cache is warm."""
+    stream = stream or sys.stderr
+    if stream.isatty() and is_cold():
+        print("gplace: compiling the simulator (first use on this install, about 40 s; "
+              "cached afterwards)", file=stream, flush=True)

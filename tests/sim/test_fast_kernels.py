@@ -1,6 +1,8 @@
 """The fast simulator's parts on their own: the heap's order, the all-cores batch path, the
 memory sweep on larger graphs, and the guard against a stale numba cache."""
 
+import io
+
 import numpy as np
 import pytest
 from numba import njit
@@ -72,6 +74,43 @@ def test_stale_cache_files_go_when_sources_change(tmp_path):
     (tmp_path / "gplace-sim-kernels.sha256").write_text("an older digest")
     assert invalidate_stale(tmp_path) and not (tmp_path / "loop.run-9.py311.nbi").exists()
 
+
+
+def test_a_numba_cache_dir_is_cleaned_too(tmp_path, monkeypatch):
+    """With NUMBA_CACHE_DIR set numba keeps the kernels there, not beside the sources: a
+    stale batch kernel there ran an old scratch layout and crashed."""
+    from numba.core import config
+    from gplace.sim import jit_cache
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path))
+    ours = [d for d in jit_cache.cache_dirs() if tmp_path in d.parents]
+    assert len(ours) == 1 and ours[0].name.startswith("sim_")
+    ours[0].mkdir()
+    (ours[0] / "fast._batch-1.py311.nbi").write_bytes(b"x")
+    (ours[0] / "gplace-sim-kernels.sha256").write_text("an older digest")
+    jit_cache.invalidate_all()
+    assert not (ours[0] / "fast._batch-1.py311.nbi").exists()
+
+
+class _Stream(io.StringIO):
+    def __init__(self, tty):
+        super().__init__()
+        self.tty = tty
+
+    def isatty(self):
+        return self.tty
+
+
+def test_a_cold_cache_is_announced_on_a_terminal_only(tmp_path, monkeypatch):
+    from gplace.sim import jit_cache
+    monkeypatch.setattr(jit_cache, "cache_dirs", lambda: [tmp_path])
+    for tty, says in ((True, True), (False, False)):
+        out = _Stream(tty)
+        jit_cache.notice_if_cold(out)
+        assert ("compiling the simulator" in out.getvalue()) == says
+    (tmp_path / "fast._batch-53.py311.nbi").write_bytes(b"x")  # warm: nothing to say
+    out = _Stream(True)
+    jit_cache.notice_if_cold(out)
+    assert out.getvalue() == ""
 
 def test_negative_byte_counts_are_refused():
     """memory.events sums allocations and frees apart, which needs byte counts >= 0."""
