@@ -180,7 +180,7 @@ class EtfScheduler:
         for op in np.flatnonzero(self.pending == 0).tolist():
             self._make_ready(op)
         for _ in range(self.p.graph.num_ops):
-            cands = [c for d in range(self.p.num_devices) if (c := self._candidate(d))]
+            cands = self._candidates() or self._candidates()
             assert cands, "m-ETF found no schedulable op; the graph view is inconsistent"
             start, _, _, op, d = min(cands)
             self._assign(op, d, start)
@@ -223,6 +223,12 @@ class EtfScheduler:
             self._make_ready(op)
 
     # -- choosing ------------------------------------------------------------------------------
+    def _candidates(self) -> list:
+        """Every device's best pair. Asking a device drops its invalid heap entries, and an op
+        left without a valid one is re-targeted, possibly to a device already asked this
+        round: when no device had a pair, asking again finds it (the caller does)."""
+        return [c for d in range(self.p.num_devices) if (c := self._candidate(d))]
+
     def _candidate(self, d: int):
         """(start, rule, position, op, d) of device d's best pair, or None; rule 0 = favourite."""
         free = self.lanes.free[d]

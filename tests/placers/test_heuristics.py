@@ -157,3 +157,17 @@ def test_favourite_children_are_a_greedy_matching_on_transfer_size():
     problem = PlacementProblem.build(g, cluster())
     fav = favourite_children(problem, build_view(problem))
     assert fav.tolist() == [2, 3, -1, -1]
+
+
+@pytest.mark.parametrize("name", ["m-etf", "m-sct"])
+def test_an_op_retargeted_to_a_device_already_asked_is_still_scheduled(name):
+    """gnn_08 on post-2gpu: asking a device for its best pair drops invalid heap entries, and
+    an op left without one moved to a device asked earlier in the round; m-ETF then found no
+    pair anywhere and stopped with an assertion (gplace place crashed on this corpus graph)."""
+    from pathlib import Path
+    from gplace.cluster import load_cluster
+    from gplace.importer import load_graph
+    path = Path(__file__).resolve().parents[2] / "datasets" / "corpus" / "gnn_08.pb"
+    problem = PlacementProblem.build(load_graph(path), load_cluster("post-2gpu"))
+    r = place(name, problem)
+    assert r.placement.shape == (problem.num_units,) and (r.placement >= 0).all()
