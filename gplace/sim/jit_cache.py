@@ -13,8 +13,10 @@ files whenever the kernel sources change, in every place numba may keep them (``
 from __future__ import annotations
 
 import hashlib
+import os
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 _HERE = Path(__file__).resolve().parent
 KERNEL_SOURCES = ("arrays.py", "heap.py", "loop.py", "memory.py", "fast.py")
@@ -27,32 +29,43 @@ def sources_digest() -> str:
     return h.hexdigest()
 
 
-def cache_dirs() -> list[Path]:
-    """Where numba may cache this package's kernels: ``__pycache__`` beside the sources, the
-    folder under ``NUMBA_CACHE_DIR`` when that is set, and numba's user-wide cache (numba
-    names the last two by the sources' folder: ``numba.core.caching``'s locators)."""
-    dirs = [_HERE / "__pycache__"]
+class CacheDirs(NamedTuple):
+    """Where numba may cache this package's kernels. numba names the last two by the sources'
+    folder (``numba.core.caching``'s locators); None where they do not apply."""
+
+    in_tree: Path              # ``__pycache__`` beside the sources
+    given: Path | None         # under ``NUMBA_CACHE_DIR``, when that is set
+    user_wide: Path | None     # numba's user-wide cache (a read-only package)
+
+
+def locate() -> CacheDirs:
+    in_tree = _HERE / "__pycache__"
     try:
         from numba.core import config
-        from numba.core.caching import UserWideCacheLocator, _CacheLocator
+        from numba.core.caching import _CacheLocator
         from numba.misc.appdirs import AppDirs
-        sub = _CacheLocator.get_suitable_cache_subpath(str(_HERE / "fast.py"))
-        if config.CACHE_DIR:
-            dirs.append(Path(config.CACHE_DIR) / sub)
-        dirs.append(Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / sub)
-    except (ImportError, AttributeError):  # another numba: the in-tree folder at least
-        pass
-    return dirs
+    except ImportError:  # another numba: the in-tree folder at least
+        return CacheDirs(in_tree, None, None)
+    sub = _CacheLocator.get_suitable_cache_subpath(str(_HERE / "fast.py"))
+    given = Path(config.CACHE_DIR) / sub if config.CACHE_DIR else None
+    return CacheDirs(in_tree, given,
+                     Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / sub)
+
+
+def cache_dirs() -> list[Path]:
+    """The folders of ``locate`` that apply."""
+    return [d for d in locate() if d is not None]
 
 
 def invalidate_all() -> None:
-    """``invalidate_stale`` in the folders of ``cache_dirs``: beside the sources and under
-    ``NUMBA_CACHE_DIR`` always (stamped before numba writes there), the user-wide one if it
-    exists."""
-    dirs = cache_dirs()
-    for k, d in enumerate(dirs):
-        if k < len(dirs) - 1 or d.is_dir():
+    """``invalidate_stale`` beside the sources and under ``NUMBA_CACHE_DIR`` (stamped before
+    numba writes there), and in the user-wide folder if it exists."""
+    dirs = locate()
+    for d in (dirs.in_tree, dirs.given):
+        if d is not None:
             invalidate_stale(d)
+    if dirs.user_wide is not None and dirs.user_wide.is_dir():
+        invalidate_stale(dirs.user_wide)
 
 
 def invalidate_stale(cache_dir: Path = _HERE / "__pycache__") -> bool:
@@ -73,18 +86,13 @@ def invalidate_stale(cache_dir: Path = _HERE / "__pycache__") -> bool:
         return False
 
 
-def is_cold() -> bool:
+def is_cold(dirs: CacheDirs | None = None) -> bool:
     """No compiled batch kernel where numba will look first (``NUMBA_CACHE_DIR``'s folder
     when set, else beside the sources if writable, else the user-wide one): the first
     simulation compiles."""
-    import os
-    dirs = cache_dirs()
-    if len(dirs) == 3:  # NUMBA_CACHE_DIR is set
-        use = dirs[1]
-    elif os.access(dirs[0] if dirs[0].is_dir() else _HERE, os.W_OK):
-        use = dirs[0]
-    else:
-        use = dirs[-1]
+    dirs = dirs or locate()
+    writable = os.access(dirs.in_tree if dirs.in_tree.is_dir() else _HERE, os.W_OK)
+    use = dirs.given or (dirs.in_tree if writable or dirs.user_wide is None else dirs.user_wide)
     return not (use.is_dir() and any(use.glob("fast._batch-*.nbi")))
 
 

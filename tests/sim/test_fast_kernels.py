@@ -102,7 +102,7 @@ class _Stream(io.StringIO):
 
 def test_a_cold_cache_is_announced_on_a_terminal_only(tmp_path, monkeypatch):
     from gplace.sim import jit_cache
-    monkeypatch.setattr(jit_cache, "cache_dirs", lambda: [tmp_path])
+    monkeypatch.setattr(jit_cache, "locate", lambda: jit_cache.CacheDirs(tmp_path, None, None))
     for tty, says in ((True, True), (False, False)):
         out = _Stream(tty)
         jit_cache.notice_if_cold(out)
