@@ -22,7 +22,7 @@ measured on this cluster, namely
   for two when the placement uses both, added to the simulated time (``step_overhead``).
 
 Real step times come from the protocol of :mod:`gplace.real.protocol` (interleaved rounds,
-a low quantile with its interval, stopping once the interval is tight), run ``repeats`` times
+a trimmed mean with its interval, stopping once the interval is tight), run ``repeats`` times
 independently (two by default): the simulator is scored against the estimate over all repeats'
 steps, and Kendall's tau between the first two repeats (real-vs-real) says how far the real
 measurements themselves can be trusted to rank.
@@ -180,15 +180,19 @@ def median_rel_error(simulated, measured) -> float:
 # ---- placements ------------------------------------------------------------------------------
 def calibration_placements(problem: PlacementProblem, count: int,
                            seed: int) -> tuple[np.ndarray, list[str]]:
-    """(count, units) distinct placements and their labels: one per device, the heuristics,
-    topological splits (the first f of the units on one device, the rest on another), and
-    random mixtures with a fraction p of the units moved off device 0."""
+    """(count, units) placements and their labels: one per device, the heuristics, topological
+    splits (the first f of the units on one device, the rest on another), and random mixtures
+    with a fraction p of the units moved off device 0. Distinct up to interchangeable devices
+    (:func:`interchangeable`): a placement and its mirror (the two tasks of local-procs
+    swapped) simulate alike and differ for real only by noise, so measuring both would spend
+    the budget on a pair no one can rank."""
     from gplace.placers import get_placer
     from gplace.sim.measurer import SimMeasurer
     rng = np.random.default_rng(seed)
     nd, nu = problem.num_devices, problem.num_units
     out: list[tuple[str, np.ndarray]] = [(f"single:{problem.cluster.devices[d].name}",
                                           problem.single_device(d)) for d in range(nd)]
+    classes = interchangeable(problem.cluster)
     sim = SimMeasurer(problem)
     for name in HEURISTICS:
         out.append((name, get_placer(name, seed=seed).place(problem, sim, 0).placement))
@@ -202,13 +206,13 @@ def calibration_placements(problem: PlacementProblem, count: int,
             out.append((f"split:{f:g}", p))
     ps = (0.1, 0.25, 0.5, 0.75, 0.9)
     k = 0
-    while len(_distinct(out)) < count and k < 50 * count:
+    while len(_distinct(out, classes)) < count and k < 50 * count:
         p_off = ps[k % len(ps)]
         moved = rng.random(nu) < p_off
         p = np.where(moved, rng.integers(1, nd, nu) if nd > 1 else 0, 0).astype(np.int64)
         out.append((f"mix:{p_off:g}", p))
         k += 1
-    out = _distinct(out)[:max(count, nd)]
+    out = _distinct(out, classes)[:max(count, nd)]
     return np.stack([p for _, p in out]), [l for l, _ in out]
 
 
@@ -219,10 +223,56 @@ def _topo_rank(problem: PlacementProblem) -> np.ndarray:
     return rank
 
 
-def _distinct(items: list[tuple[str, np.ndarray]]) -> list[tuple[str, np.ndarray]]:
+def interchangeable(cluster: Cluster) -> np.ndarray:
+    """(devices,) class of each device: devices i and j share a class when swapping them
+    changes nothing the simulator sees (the same device figures, the same links to every
+    other device), e.g. the two tasks of local-procs."""
+    devs, table = cluster.devices, cluster.link_table()
+    spec = [dataclasses.replace(d, name="", tf_device="") for d in devs]
+    cls = np.arange(len(devs))
+    for j in range(len(devs)):
+        for i in range(j):
+            if cls[i] == i and spec[i] == spec[j] and _swap_keeps(table, i, j):
+                cls[j] = i
+                break
+    return cls
+
+
+def _swap_keeps(table, i: int, j: int) -> bool:
+    perm = np.arange(len(table.bandwidth))
+    perm[[i, j]] = perm[[j, i]]
+    same = all(np.array_equal(m, m[np.ix_(perm, perm)]) for m in (table.bandwidth,
+                                                                   table.latency_s))
+    ch = table.channel  # and the same pairs share a channel (a bus)
+    return same and np.array_equal(_groups(ch), _groups(ch[np.ix_(perm, perm)]))
+
+
+def _groups(channel: np.ndarray) -> np.ndarray:
+    """The channel matrix with ids renamed in order of first appearance (row-major)."""
+    flat = channel.ravel()
+    ids: dict[int, int] = {}
+    return np.array([ids.setdefault(int(c), len(ids)) for c in flat])
+
+
+def canonical(p: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """``p`` with the devices of each class renamed in order of first use (the class's
+    lowest-numbered device first): equal for a placement and its mirrors."""
+    out = p.copy()
+    for c in np.unique(classes):
+        members = np.flatnonzero(classes == c)
+        if len(members) < 2:
+            continue
+        used = [d for d in dict.fromkeys(p.tolist()) if classes[d] == c]
+        for new, old in zip(members, used):
+            out[p == old] = new
+    return out
+
+
+def _distinct(items: list[tuple[str, np.ndarray]],
+              classes: np.ndarray | None = None) -> list[tuple[str, np.ndarray]]:
     seen, out = set(), []
     for label, p in items:
-        key = p.tobytes()
+        key = (p if classes is None else canonical(p, classes)).tobytes()
         if key not in seen:
             seen.add(key)
             out.append((label, p))

@@ -5,9 +5,10 @@ import itertools
 import numpy as np
 import pytest
 
-from gplace.calibrate import (calibration_placements, repeat_tau, kendall_tau, median_rel_error,
-                              scaled_profile, spearman_rho, step_overhead_s)
-from gplace.cluster import load_cluster
+from gplace.calibrate import (calibration_placements, canonical, interchangeable, kendall_tau,
+                              median_rel_error, repeat_tau, scaled_profile, spearman_rho,
+                              step_overhead_s)
+from gplace.cluster import Cluster, Device, Link, load_cluster
 from gplace.graph import OpGraph
 from gplace.problem import PlacementProblem
 from gplace.profile import CostProfile
@@ -63,12 +64,34 @@ def test_calibration_placements_are_distinct_and_cover_the_kinds():
     problem = chain_problem()
     placements, labels = calibration_placements(problem, 24, seed=0)
     assert placements.shape == (24, problem.num_units)
+    # distinct up to the two interchangeable tasks: no placement is another's mirror
     assert len({p.tobytes() for p in placements}) == 24
-    assert labels[:2] == ["single:w0", "single:w1"]
-    assert (placements[0] == 0).all() and (placements[1] == 1).all()
+    assert len({p.tobytes() for p in placements} | {(1 - p).tobytes() for p in placements}) == 48
+    assert labels[0] == "single:w0" and "single:w1" not in labels
+    assert (placements[0] == 0).all()
     assert any(l.startswith("split:") for l in labels) and any(l.startswith("mix:") for l in labels)
     again, _ = calibration_placements(problem, 24, seed=0)
     assert (again == placements).all()
+
+
+def test_interchangeable_devices_are_those_a_swap_leaves_alike():
+    assert interchangeable(load_cluster("local-procs")).tolist() == [0, 0]
+    assert interchangeable(load_cluster("hetero")).tolist() == [0, 1, 1, 3, 3]  # cpu, v100s, k80s
+    gpu = dict(kind="v100", peak_flops=1e13, mem_bandwidth=9e11, memory_bytes=16 << 30)
+    devices = tuple(Device(f"g{i}", f"/job:w/task:0/device:GPU:{i}", **gpu) for i in range(4))
+    # g0-g1 share one bus, g2 and g3 each have their own: only g2 and g3 are alike
+    links = (Link(("g0", "g1"), 10e9, 1e-5, shared=True),)
+    c = Cluster("bus", devices, links, default_link=Link((), 10e9, 1e-5))
+    assert interchangeable(c).tolist() == [0, 0, 2, 2]
+    slow = Cluster("slow", devices, (Link(("g0", "g3"), 1e9, 1e-5),), Link((), 10e9, 1e-5))
+    assert interchangeable(slow).tolist() == [0, 1, 1, 0]  # the slow link's two ends swap
+
+
+def test_canonical_renames_interchangeable_devices_in_order_of_first_use():
+    classes = np.array([0, 1, 1, 1])
+    assert canonical(np.array([3, 0, 2, 3]), classes).tolist() == [1, 0, 2, 1]
+    assert canonical(np.array([2, 0, 3, 2]), classes).tolist() == [1, 0, 2, 1]
+    assert canonical(np.array([0, 0]), classes).tolist() == [0, 0]
 
 
 def test_step_overhead_by_tasks_used():
