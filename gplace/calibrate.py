@@ -433,7 +433,9 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
             f"{config.transfer_cpu_s_per_byte * 1e9:.2f} ms/MB)")
         graphs = []
         for source in sources:
-            log(f"{source.name}: profiling on one pinned process")
+            cached = out_dir / "profiles" / f"{source.name}.profile.json.gz"
+            log(f"{source.name}: profile reused from {cached}" if cached.is_file() else
+                f"{source.name}: profiling on one pinned process")
             profile = profile_pinned(source, 0, out_dir / "profiles")
             graphs.append(calibrate_graph(source, fitted, profile, procs, overhead, config, log))
             g = graphs[-1]
