@@ -1,10 +1,12 @@
 """Does a placement's session matter, or only how many steps it ran? (issue 17)
 
     .venv/bin/python calibration/session_study.py measure OUT.json G.pb [G.pb ...] [--steps 30]
+        [--placements 12]
     .venv/bin/python calibration/session_study.py analyse OUT.json
 
 ``measure``: 12 of each graph's calibration placements (every other one of
-gplace.calibrate.calibration_placements), each opened in **two** sessions (A and B) of the
+gplace.calibrate.calibration_placements; all 24 with ``--placements 24``), each opened in
+**two** sessions (A and B) of the
 same batch, all 24 sessions measured interleaved for a fixed number of timed steps (rounds of
 1 warm-up + 3 timed steps), all steps kept. ``analyse`` compares two estimates of the same
 placement from the same number of steps: the odd and even visits of one session against
@@ -27,7 +29,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
-def measure(out: Path, graphs: list[Path], steps: int) -> None:
+def measure(out: Path, graphs: list[Path], steps: int, count: int = 12) -> None:
     import gplace
     from gplace.calibrate import calibration_placements
     from gplace.cluster import load_cluster
@@ -45,7 +47,8 @@ def measure(out: Path, graphs: list[Path], steps: int) -> None:
             problem = PlacementProblem.build(gplace.load_graph(path), load_cluster("local-procs"),
                                              cost_model_for(path), CoarsenConfig(32))
             placements, labels = calibration_placements(problem, 24, 0)
-            placements, labels = placements[::2][:12], labels[::2][:12]
+            if count < len(placements):
+                placements, labels = placements[::2][:count], labels[::2][:count]
             probe, start = LoadProbe(procs.pids), time.monotonic()
             with RealMeasurer(problem, path, RealConfig(protocol=proto, verbose=False),
                               tasks=procs) as real:
@@ -67,6 +70,8 @@ def analyse(path: Path) -> None:
     k = record["per_visit"]
     est = lambda t: float(trimmed_mean(np.asarray(t).ravel(), 0.2))  # noqa: E731
     print(f"{path.name}: {record['steps']} steps per session, halves of {record['steps'] // 2}")
+    if record.get("note"):
+        print(record["note"])
     print(f"{'graph':<10} {'A odd / A even':>22} {'B odd / B even':>22} "
           f"{'A odd / B odd':>22} {'A even / B even':>22} {'A / B (all steps)':>22}")
     for g in record["graphs"]:
@@ -79,7 +84,7 @@ def analyse(path: Path) -> None:
         cells = [f"tau {kendall_tau(a, b):.3f}, {np.median(np.abs(a - b) / np.minimum(a, b)):5.1%}"
                  for a, b in pairs]
         print(f"{g['name']:<10} " + " ".join(f"{c:>22}" for c in cells))
-    print("cells: Kendall tau over the 12 placements between the two estimates, and their "
+    print("cells: Kendall tau over the placements between the two estimates, and their "
           "median relative difference")
 
 
@@ -90,11 +95,12 @@ def main() -> int:
     m.add_argument("out", type=Path)
     m.add_argument("graphs", type=Path, nargs="+")
     m.add_argument("--steps", type=int, default=30)
+    m.add_argument("--placements", type=int, default=12)
     a = sub.add_parser("analyse")
     a.add_argument("file", type=Path)
     args = p.parse_args()
     if args.cmd == "measure":
-        measure(args.out, args.graphs, args.steps)
+        measure(args.out, args.graphs, args.steps, args.placements)
     else:
         analyse(args.file)
     return 0
