@@ -43,7 +43,10 @@ def trimmed_mean(t, cut: float) -> float:
     return float(np.mean(t[g: len(t) - g]))
 
 
-def measure(out: Path, graphs: list[Path], steps: int, per_visit: int = 3) -> None:
+def measure(out: Path, graphs: list[Path], steps: int, per_visit: int = 3,
+            pick=lambda placements, labels: (placements, labels)) -> None:
+    """Each graph's calibration placements, or what ``pick`` makes of them (the session study
+    measures each twice), for exactly ``steps`` timed steps, all steps kept in ``out``."""
     import gplace
     from gplace.calibrate import calibration_placements
     from gplace.cluster import load_cluster
@@ -61,7 +64,7 @@ def measure(out: Path, graphs: list[Path], steps: int, per_visit: int = 3) -> No
             graph = gplace.load_graph(path)
             problem = PlacementProblem.build(graph, load_cluster("local-procs"),
                                              cost_model_for(path), CoarsenConfig(32))
-            placements, labels = calibration_placements(problem, 24, 0)
+            placements, labels = pick(*calibration_placements(problem, 24, 0))
             probe, start = LoadProbe(procs.pids), time.monotonic()
             with RealMeasurer(problem, path, RealConfig(protocol=proto, verbose=False),
                               tasks=procs) as real:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,37 +29,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def measure(out: Path, graphs: list[Path], steps: int, count: int = 12) -> None:
-    import gplace
-    from gplace.calibrate import calibration_placements
-    from gplace.cluster import load_cluster
-    from gplace.cost import cost_model_for
-    from gplace.problem import CoarsenConfig, PlacementProblem
-    from gplace.real.load import LoadProbe
-    from gplace.real.measurer import RealConfig, RealMeasurer
-    from gplace.real.procs import LocalProcs
-    from gplace.real.protocol import ProtocolConfig
-    proto = ProtocolConfig(steps_per_visit=3, min_steps=steps, max_steps=steps, rel_width=0.0,
-                           max_s_per_placement=600.0)
-    record = {"steps": steps, "per_visit": 3, "graphs": []}
-    with LocalProcs(2) as procs:
-        for path in graphs:
-            problem = PlacementProblem.build(gplace.load_graph(path), load_cluster("local-procs"),
-                                             cost_model_for(path), CoarsenConfig(32))
-            placements, labels = calibration_placements(problem, 24, 0)
-            if count < len(placements):
-                placements, labels = placements[::2][:count], labels[::2][:count]
-            probe, start = LoadProbe(procs.pids), time.monotonic()
-            with RealMeasurer(problem, path, RealConfig(protocol=proto, verbose=False),
-                              tasks=procs) as real:
-                real.measure(np.concatenate([placements, placements]))  # sessions A, then B
-                results = real.last_results
-            load = probe.stop()
-            print(f"{path.stem}: {time.monotonic() - start:.0f} s; {load.describe()}",
-                  file=sys.stderr)
-            record["graphs"].append({"name": path.stem, "labels": labels,
-                                     "times": [list(r.times_s) for r in results],
-                                     "load": load.as_dict()})
-    out.write_text(json.dumps(record))
+    """``count`` placements per graph (every other one when fewer than 24), each measured in
+    two sessions of one batch: A (the first half of the batch), then B."""
+    from estimator_study import measure as measure_steps
+
+    def twice(placements, labels):
+        if count < len(placements):
+            placements, labels = placements[::2][:count], labels[::2][:count]
+        return np.concatenate([placements, placements]), labels
+    measure_steps(out, graphs, steps, 3, twice)
 
 
 def analyse(path: Path) -> None:
