@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -267,6 +267,63 @@ def _link_table(cluster: Cluster) -> LinkTable:
 
 
 # ---- presets ---------------------------------------------------------------------------------
+# ---- interchangeable devices ------------------------------------------------------------
+def interchangeable(cluster: Cluster) -> np.ndarray:
+    """(devices,) class of each device: devices i and j share a class when swapping them
+    changes nothing the simulator sees (the same device figures, the same links to every
+    other device), e.g. the two tasks of local-procs."""
+    devs, table = cluster.devices, cluster.link_table()
+    spec = [replace(d, name="", tf_device="") for d in devs]
+    cls = np.arange(len(devs))
+    for j in range(len(devs)):
+        for i in range(j):
+            if cls[i] == i and spec[i] == spec[j] and _swap_keeps(table, i, j):
+                cls[j] = i
+                break
+    return cls
+
+
+def _swap_keeps(table, i: int, j: int) -> bool:
+    perm = np.arange(len(table.bandwidth))
+    perm[[i, j]] = perm[[j, i]]
+    same = all(np.array_equal(m, m[np.ix_(perm, perm)]) for m in (table.bandwidth,
+                                                                   table.latency_s))
+    ch = table.channel  # and the same pairs share a channel (a bus)
+    return same and np.array_equal(_groups(ch), _groups(ch[np.ix_(perm, perm)]))
+
+
+def _groups(channel: np.ndarray) -> np.ndarray:
+    """The channel matrix with ids renamed in order of first appearance (row-major)."""
+    flat = channel.ravel()
+    ids: dict[int, int] = {}
+    return np.array([ids.setdefault(int(c), len(ids)) for c in flat])
+
+
+def canonical(p: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """``p`` with the devices of each class renamed in order of first use (the class's
+    lowest-numbered device first): equal for a placement and its mirrors."""
+    out = p.copy()
+    for c in np.unique(classes):
+        members = np.flatnonzero(classes == c)
+        if len(members) < 2:
+            continue
+        used = [d for d in dict.fromkeys(p.tolist()) if classes[d] == c]
+        for new, old in zip(members, used):
+            out[p == old] = new
+    return out
+
+
+def mirror(classes: np.ndarray, s: int) -> np.ndarray:
+    """(devices,) permutation that moves every device ``s`` places on within its class (the
+    ``s``-th mirror of a placement: ``mirror(classes, s)[p]``); the identity for s = 0 and
+    for devices without a twin. The simulator sees a placement and its mirrors alike."""
+    perm = np.arange(len(classes))
+    for c in np.unique(classes):
+        members = np.flatnonzero(classes == c)
+        perm[members] = np.roll(members, -(s % len(members)))
+    return perm
+
+
 def preset_names() -> list[str]:
     """Names accepted by :func:`load_cluster`: the YAML presets plus ``local``."""
     return sorted([p.stem for p in PRESET_DIR.glob("*.yaml")] + ["local"])

@@ -48,6 +48,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="timed steps per placement and repeat at most (default 90)")
     p.add_argument("--cap", type=float, default=15.0, metavar="S",
                    help="time cap of a repeat: S seconds x placements (default 15)")
+    p.add_argument("--sessions", type=int, default=2, metavar="S",
+                   help="sessions per placement and repeat, visited in turn, session s on the "
+                        "placement's s-th mirror over interchangeable devices (default 2; see "
+                        "gplace/real/protocol.py)")
     p.add_argument("--tasks", metavar="FILE",
                    help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
                         "(python -m gplace.real.procs serve ...); default: start local ones")
@@ -116,9 +120,11 @@ def resolve_graph(name: str, out: Path) -> tuple[str, Path, str]:
 def run(args) -> int:
     if args.placements < 20:
         raise ConfigError(f"--placements {args.placements}: the calibration needs >= 20")
-    if args.repeats < 1 or args.max_steps < 9 or args.cap <= 0 or not 0 < args.rel_width < 100:
-        raise ConfigError(f"--repeats {args.repeats}, --max-steps {args.max_steps}, --cap "
-                          f"{args.cap:g}, --rel-width {args.rel_width:g}: need repeats >= 1, "
+    if (args.repeats < 1 or args.sessions < 1 or args.max_steps < 9 or args.cap <= 0
+            or not 0 < args.rel_width < 100):
+        raise ConfigError(f"--repeats {args.repeats}, --sessions {args.sessions}, --max-steps "
+                          f"{args.max_steps}, --cap {args.cap:g}, --rel-width {args.rel_width:g}: "
+                          "need repeats >= 1, sessions >= 1, "
                           "max-steps >= 9, cap > 0 and 0 < rel-width < 100")
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
@@ -133,7 +139,7 @@ def run(args) -> int:
     sources = [GraphSource(*g) for g in graphs]
     from gplace.real.protocol import ProtocolConfig
     protocol = ProtocolConfig(rel_width=args.rel_width / 100, max_steps=args.max_steps,
-                              max_s_per_placement=args.cap)
+                              max_s_per_placement=args.cap, sessions=args.sessions)
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,
                              transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,

@@ -8,11 +8,12 @@
 Post (Gao et al., NeurIPS 2018) and HDP (Mirhoseini et al., ICLR 2018) measured every placement
 by running it; this is that measurement. For each placement NodeDef.device of every op is set
 to its device's ``tf_device`` (``problem.expand``) and the batch is measured by the protocol of
-:mod:`gplace.real.protocol` (issue 17): one session per placement, rounds that visit the
-placements interleaved with a warm-up step after each switch, until each placement's interval
-is tight or the time cap is reached; the step time is a low quantile of the timed steps and
-comes with its confidence interval. How loaded the machine was (:mod:`gplace.real.load`) is
-logged with every batch, as a warning when other work took a noticeable share of the CPU.
+:mod:`gplace.real.protocol` (issue 17): two sessions per placement (it and its mirror over
+interchangeable devices), rounds that visit the placements interleaved with a warm-up step
+after each switch, until each placement's interval is tight or the time cap is reached; the
+step time is a trimmed mean of the timed steps and comes with its confidence interval. How
+loaded the machine was (:mod:`gplace.real.load`) is logged with every batch, as a warning when
+other work took a noticeable share of the CPU.
 
 Never a crash: a placement whose simulated peak memory exceeds a device's ``memory_bytes`` is
 refused before it runs (TF's CPU allocator has no hard limit to hit); a TF error
@@ -33,6 +34,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
+from gplace.cluster import interchangeable, mirror
 from gplace.errors import ConfigError
 from gplace.measure import Measurement
 from gplace.problem import PlacementProblem
@@ -53,7 +55,8 @@ class RealConfig:
     check_memory: bool = True   # refuse placements whose simulated peak exceeds memory_bytes
     allow_unsafe: bool = False  # run graphs with file-system / Python / RPC ops (safety.py)
     local_threads: int = 0      # thread pools of an in-process (`local`) run; 0 = TF's choice
-    max_open: int = 32          # sessions open at once; a larger batch is measured in chunks
+    max_open: int = 64          # sessions open at once (ProtocolConfig.sessions per
+                                # placement); a larger batch is measured in chunks
     max_open_bytes: int = 4 << 30  # and at most this much of variables (weights and slots)
                                 # held on the servers by the open sessions together
     verbose: bool = True        # log each placement's step time with its interval
@@ -168,10 +171,11 @@ class RealMeasurer:
         return Measurement(col("step_time_s"), ok, peak, col("low_s"), col("high_s"))
 
     def open_at_once(self) -> int:
-        """Placements measured interleaved in one chunk: max_open, fewer for a graph whose
-        variables would hold more than max_open_bytes on the servers."""
+        """Placements measured interleaved in one chunk: as many as max_open sessions hold,
+        fewer for a graph whose variables would hold more than max_open_bytes on the servers."""
         params = int(self.problem.graph.param_bytes.sum())
-        return max(1, min(self.config.max_open, self.config.max_open_bytes // max(params, 1)))
+        sessions = min(self.config.max_open, self.config.max_open_bytes // max(params, 1))
+        return max(1, sessions // self.config.protocol.sessions)
 
     def _say(self, todo: list[int], results: list[RealResult]) -> None:
         if not self._pinning_said and self.tasks is not None:
@@ -258,20 +262,25 @@ class RealMeasurer:
 
 
 class _Batch:
-    """Up to ``max_open`` placements measured by the protocol (gplace.real.protocol), each in a
-    session of the measurer's runner child; a lost child (hang, crash, dead server) fails the
-    placement it was running, and the others' sessions are reopened in a new child."""
+    """Placements measured by the protocol (gplace.real.protocol), each in ``sessions``
+    sessions of the measurer's runner child (session s runs its s-th mirror); a lost child
+    (hang, crash, dead server) fails the placement it was running, and the others' sessions
+    are reopened in a new child."""
 
     def __init__(self, real: RealMeasurer, op_device: np.ndarray, probe: LoadProbe):
         self.real, self.op_device, self.probe = real, op_device, probe
         self.cfg = real.config.protocol
-        n = len(op_device)
-        self.ids = list(range(real.next_id, real.next_id + n))  # the child's session ids
-        real.next_id += n
+        n, k = len(op_device), self.cfg.sessions
+        self.ids = [list(range(real.next_id + i * k, real.next_id + (i + 1) * k))
+                    for i in range(n)]  # the child's session ids of each placement
+        real.next_id += n * k
+        classes = interchangeable(real.problem.cluster)
+        self.mirrors = [mirror(classes, s) for s in range(k)]  # device permutation per session
         self.times: list[list[float]] = [[] for _ in range(n)]
+        self.visits = [0] * n
         self.loss: list[float | None] = [None] * n
         self.failed = [""] * n
-        self.opened: set[int] = set()
+        self.opened: dict[int, list[int]] = {}  # placement -> its open session ids
 
     def run(self) -> list[RealResult]:
         cfg, n = self.cfg, len(self.op_device)
@@ -301,30 +310,35 @@ class _Batch:
                           tight(t, self.cfg))
 
     def _open(self, i: int) -> None:
-        reply = self._call(i, {"open": self.ids[i], "devices": self.op_device[i].tolist()})
-        if reply is not None:
-            self.opened.add(i)
+        """Opens placement i's sessions, session s on its s-th mirror; loss of the first."""
+        self.opened[i] = []
+        for sid, perm in zip(self.ids[i], self.mirrors):
+            reply = self._call(i, {"open": sid, "devices": perm[self.op_device[i]].tolist()})
+            if reply is None:
+                return
+            self.opened.setdefault(i, []).append(sid)  # (_lose may have emptied opened)
             self.loss[i] = reply["loss"] if self.loss[i] is None else self.loss[i]
 
     def _visit(self, i: int, steps: int) -> None:
-        if i not in self.opened:  # its session went with a lost child
+        if len(self.opened.get(i, ())) < len(self.ids[i]):  # its sessions went with a lost child
             self._open(i)
             if self.failed[i]:
                 return
-        reply = self._call(i, {"run": self.ids[i], "warmup": self.cfg.warmup_per_visit,
-                               "steps": steps})
+        sid = self.ids[i][self.visits[i] % len(self.ids[i])]
+        self.visits[i] += 1
+        reply = self._call(i, {"run": sid, "warmup": self.cfg.warmup_per_visit, "steps": steps})
         if reply is not None:
             self.times[i] += reply["times"]
 
     def _close_all(self) -> None:
         """Frees this batch's sessions on the servers; the child lives on for the next."""
-        for i in sorted(self.opened):
+        for sid in sorted(s for ids in self.opened.values() for s in ids):
             if self.real.child is None:
                 break
-            reply = self.real.child.call({"close": self.ids[i]}, self.real.config.timeout_s)
+            reply = self.real.child.call({"close": sid}, self.real.config.timeout_s)
             if not isinstance(reply, dict):
                 self._lose()
-        self.opened = set()
+        self.opened = {}
 
     def _call(self, i: int, command: dict) -> dict | None:
         """The reply to ``command`` for placement i, or None after recording why it failed."""
@@ -348,7 +362,7 @@ class _Batch:
 
     def _lose(self) -> None:
         self.real.drop_child(self.probe)
-        self.opened = set()
+        self.opened = {}
 
 
 def _failed(reason: str) -> RealResult:

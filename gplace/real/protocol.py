@@ -5,13 +5,27 @@
     tight(times, cfg)                          # stop measuring this placement?
 
 The protocol (run by :class:`gplace.real.measurer.RealMeasurer`): every placement of a batch
-gets a session of its own, kept open; rounds visit the placements interleaved (A B C, then
-C B A, ...), so drift and bursts of other work hit all of them alike (Chen & Revels, "Robust
-benchmarking in noisy environments", 2016). Each visit runs ``warmup_per_visit`` untimed steps
+gets sessions of its own (two, below), kept open; rounds visit the placements interleaved
+(A B C, then C B A, ...), so drift and bursts of other work hit all of them alike (Chen &
+Revels, "Robust benchmarking in noisy environments", 2016). Each visit runs ``warmup_per_visit`` untimed steps
 (the first step after switching placements runs on cold caches) and ``steps_per_visit`` timed
 ones. After ``min_steps`` a placement leaves the rotation once its interval is tight
 (half-width <= ``rel_width`` of the estimate); the rest go on until ``max_steps`` or until the
 batch's time cap (``max_s_per_placement`` x placements).
+
+Sessions: each placement is opened in ``sessions`` sessions (2) and its visits take them in
+turn; session s runs the placement's s-th mirror (:func:`gplace.cluster.mirror`: every device
+moved on within its class of interchangeable twins, e.g. the two tasks of local-procs swapped),
+which the cluster model says runs alike. In the 600-step calibration on local-procs (one
+session per placement, the unmirrored placement), the six cnn placements that keep most work
+on task 0 slowed by 20-28% from the first repeat to the second, half an hour later, and the
+others by 5-7%: one task (its core or its process) ran slower than its twin, so the repeats
+ranked differently (real-vs-real tau 0.899). And two sessions of one gpt placement differed by
+a median 4% against 2-3% between halves of one session (calibration/session_study.py): a
+session has a fixed effect of its own. Alternating a placement with its mirror puts half of
+every placement's steps on each twin, so a twin's slowdown moves all placements alike, and
+averages two sessions' fixed effects. On a cluster without twins the sessions run the same
+placement.
 
 Estimator: the 20% trimmed mean. Measured on this 2-core machine under load (two runs of the
 24 calibration placements of quick_mlp, quick_cnn and quick_gpt, 24 steps each, split into
@@ -49,6 +63,10 @@ class ProtocolConfig:
     max_steps: int = 45          # per placement: the interval of a very noisy one stays wide
     max_s_per_placement: float = 30.0  # time cap of a batch: this x its placements, seconds
     resamples: int = 1000        # bootstrap resamples of the interval
+    sessions: int = 2            # sessions per placement, visited in turn; session s runs the
+                                 # placement's s-th mirror over interchangeable devices
+                                 # (module docstring: a device slower than its twin, or a
+                                 # session's fixed effect, then hits every placement alike)
 
     def __post_init__(self):
         from gplace.errors import ConfigError
@@ -56,6 +74,8 @@ class ProtocolConfig:
             raise ConfigError(f"trim = {self.trim} must be in [0, 0.5)")
         if not 0 < self.confidence < 1:
             raise ConfigError(f"confidence = {self.confidence} must be in (0, 1)")
+        if self.sessions < 1:
+            raise ConfigError(f"sessions = {self.sessions} must be >= 1")
         if self.steps_per_visit < 1 or self.min_steps < 1 or self.max_steps < self.min_steps:
             raise ConfigError(f"steps: per visit {self.steps_per_visit}, min {self.min_steps}, "
                               f"max {self.max_steps}: need >= 1 and max >= min")

@@ -30,11 +30,13 @@ class FakeChild:
     noisy: set = set()
     dies_on = None
     started = 0
+    device_cost: tuple | None = None  # per device: step time of an op there, overrides speeds
 
     def __init__(self, job, graph_bytes, op_device, start_timeout_s, abort):
         FakeChild.started += 1
         self.pid, self.alive = 10**7 + FakeChild.started, True
         self.rng = np.random.default_rng(FakeChild.started)
+        self.devices = {}
 
     def call(self, cmd, timeout_s):
         FakeChild.log.append(cmd)
@@ -45,8 +47,11 @@ class FakeChild:
             FakeChild.dies_on = None
             return ""
         if "open" in cmd:
+            self.devices[i] = cmd["devices"]
             return {"i": i, "ok": True, "loss": 0.5}
         base = FakeChild.speeds[i % 3]
+        if FakeChild.device_cost is not None:
+            base = sum(FakeChild.device_cost[d] for d in self.devices[i])
         spread = 1.0 if i in FakeChild.noisy else 0.001
         return {"i": i, "ok": True,
                 "times": list(base * (1 + spread * self.rng.random(cmd["steps"])))}
@@ -62,11 +67,13 @@ class FakeChild:
 def measurer(monkeypatch):
     monkeypatch.setattr("gplace.real.measurer.RunnerChild", FakeChild)
     FakeChild.log, FakeChild.noisy, FakeChild.dies_on, FakeChild.started = [], set(), None, 0
+    FakeChild.device_cost = None
     graph = OpGraph.from_lists([1e6, 1e6, 1e6], [4, 4, 4], edges=[(0, 1), (1, 2)])
     problem = PlacementProblem.build(graph, load_cluster("local-procs"))
     lines = []
 
     def make(**protocol):
+        protocol.setdefault("sessions", 1)  # the loop's order with one session per placement
         cfg = RealConfig(protocol=ProtocolConfig(**protocol))
         m = RealMeasurer(problem, FakeGraphDef(), cfg, tasks=RemoteTasks(("127.0.0.1:1",)),
                          log=lines.append)
@@ -147,3 +154,27 @@ def test_a_graph_with_large_variables_is_measured_in_smaller_chunks(measurer):
     opens = [c["open"] for c in FakeChild.log if "open" in c]
     assert opens == [0, 1, 2] and FakeChild.started == 1  # chunks [0, 1] and [2], one child
     assert [c["close"] for c in FakeChild.log if "close" in c] == [0, 1, 2]
+
+
+def test_two_sessions_run_a_placement_and_its_mirror_in_turn(measurer):
+    m = measurer(min_steps=12, max_steps=12, steps_per_visit=3, sessions=2)
+    p = placements(m.problem.num_units)
+    m.measure(p)
+    opens = [c for c in FakeChild.log if "open" in c]
+    assert [c["open"] for c in opens] == [0, 1, 2, 3, 4, 5]  # two sessions per placement
+    expand = m.problem.expand(p)
+    for b in range(3):  # session 2b runs the placement, 2b + 1 its mirror (w0 <-> w1)
+        assert opens[2 * b]["devices"] == expand[b].tolist()
+        assert opens[2 * b + 1]["devices"] == (1 - expand[b]).tolist()
+    assert runs(FakeChild.log)[:6] == [0, 2, 4, 5, 3, 1]  # visits take the sessions in turn
+    assert sorted(runs(FakeChild.log)) == [i for i in range(6) for _ in range(2)]
+    assert [c["close"] for c in FakeChild.log if "close" in c] == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.parametrize("sessions, ratio", [(1, 1.25), (2, 1.0)])
+def test_mirrored_sessions_cancel_a_device_slower_than_its_twin(measurer, sessions, ratio):
+    FakeChild.device_cost = (1.25e-3, 1e-3)  # task 0's core runs 25% slower than task 1's
+    m = measurer(min_steps=12, max_steps=12, steps_per_visit=3, sessions=sessions)
+    n = m.problem.num_units
+    t = m.measure(np.array([[0] * n, [1] * n])).step_time_s
+    assert t[0] / t[1] == pytest.approx(ratio, rel=0.01)  # all on w0 against all on w1
