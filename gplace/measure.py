@@ -37,6 +37,10 @@ def tied(m: Measurement, i: int, j: int) -> bool:
 
 
 class Measurer(Protocol):
+    """``drifts`` (optional, False if absent): the step times of separate ``measure`` calls
+    are not directly comparable (a real machine's speed moves); gplace.placers.base.Tracker
+    then measures a control placement in every batch."""
+
     def measure(self, placements: np.ndarray) -> Measurement: ...
 
     def close(self) -> None: ...

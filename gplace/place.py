@@ -138,6 +138,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
                              progress=bar.update_to if bar else None)
         if bar:
             bar.close()
+        _say_drift(tuned, log)
         best = tuned
         intervals, ties = {}, ()
         if measure == "real" and tuned.feasible:
@@ -150,6 +151,17 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
+
+
+def _say_drift(tuned: PlaceResult, log) -> None:
+    """--measure real: how far the machine's speed moved between fine-tuning's batches, as the
+    control placement (the incumbent best, re-measured in each batch) saw it."""
+    drift = tuned.info.get("control_drift")
+    if drift:
+        moved = 1 / np.asarray(drift) - 1  # its time now over its time when it became the best
+        print(f"gplace real: the incumbent best, re-measured as a control in {len(drift)} "
+              f"batches, ran {moved.min():+.1%} to {moved.max():+.1%} against its recorded time; "
+              "those batches' times were scaled to match", file=log)
 
 
 def _head_to_head(measurer, tuned: PlaceResult, heuristics: dict[str, PlaceResult]):

@@ -44,7 +44,17 @@ class PlaceResult(NamedTuple):
 
 
 class Tracker:
-    """Evaluates placements for a sampling placer: budget, best feasible, history."""
+    """Evaluates placements for a sampling placer: budget, best feasible, history.
+
+    Real measurements (a measurer with ``drifts = True``) are taken on a machine whose speed
+    moves between batches: in calibration/RESULTS.md, every placement's step time moved by 3-13%
+    between two runs half an hour apart. Batches of ``CONTROL_MIN_BATCH`` or more placements
+    then carry the incumbent best as a control, not charged to the budget: the batch's times
+    are scaled by the incumbent's recorded time over its time now, so that times of different
+    batches compare (Post's elite set ranks them together), and a newcomer replaces the best
+    only if it is faster than the control *in the same batch* beyond both intervals."""
+
+    CONTROL_MIN_BATCH = 4  # a smaller batch would spend a large share of its time on the control
 
     def __init__(self, problem: PlacementProblem, measurer: Measurer, budget: int):
         if budget < 0:
@@ -55,6 +65,7 @@ class Tracker:
         self.best_placement: np.ndarray | None = None
         self.best_time = np.inf
         self.best_span: tuple[float, float] | None = None  # its interval, if measured with one
+        self.drift: list[float] = []  # per controlled batch: the factor its times were scaled by
         self.start = time.perf_counter()
 
     @property
@@ -71,7 +82,12 @@ class Tracker:
         if placements.shape[0] == 0:
             empty = np.zeros(0)
             return Measurement(empty, empty.astype(bool), np.zeros((0, self.problem.num_devices)))
-        m = self.measurer.measure(placements)
+        control = (self.best_placement is not None and getattr(self.measurer, "drifts", False)
+                   and len(placements) >= self.CONTROL_MIN_BATCH)
+        if control:
+            m = self._controlled(placements)
+        else:
+            m = self.measurer.measure(placements)
         self.times.append(np.asarray(m.step_time_s, np.float64))
         self.feasible.append(np.asarray(m.feasible, bool))
         t = np.where(m.feasible, m.step_time_s, np.inf)
@@ -82,6 +98,23 @@ class Tracker:
             self.best_time, self.best_placement = float(t[k]), placements[k].copy()
             self.best_span = span
         return m
+
+    def _controlled(self, placements: np.ndarray) -> Measurement:
+        """Measures the batch with the incumbent best appended as a control; returns the
+        batch's measurement (without the control) scaled by the control's drift, and sets the
+        best's interval to the control's, scaled alike, for this batch's tie test."""
+        m = self.measurer.measure(np.vstack([placements, self.best_placement[None]]))
+        cut = lambda a: None if a is None else np.asarray(a)[:-1]  # noqa: E731
+        now = float(m.step_time_s[-1])
+        if not (m.feasible[-1] and np.isfinite(now) and now > 0):  # the control failed now
+            return Measurement(*(cut(a) for a in m))
+        f = self.best_time / now
+        self.drift.append(f)
+        scale = lambda a: None if a is None else np.asarray(a)[:-1] * f  # noqa: E731
+        if m.low_s is not None and m.high_s is not None:
+            self.best_span = (float(m.low_s[-1]) * f, float(m.high_s[-1]) * f)
+        return Measurement(scale(m.step_time_s), cut(m.feasible), cut(m.peak_bytes),
+                           scale(m.low_s), scale(m.high_s))
 
     def _tied(self, span: tuple[float, float] | None) -> bool:
         """Does a real measurement's interval overlap the best one's (gplace.measure.tied)? A
@@ -105,6 +138,8 @@ class Tracker:
     def result(self, name: str, fallback: np.ndarray, **info) -> PlaceResult:
         """The best feasible placement seen, else ``fallback`` (marked infeasible)."""
         found = self.best_placement is not None
+        if self.drift:  # per controlled batch: the factor its times were scaled by
+            info = {**info, "control_drift": list(self.drift)}
         return PlaceResult(name, self.best_placement if found else np.asarray(fallback, np.int64),
                            self.best_time, found, self.used, time.perf_counter() - self.start,
                            self.history(), info)

@@ -103,6 +103,8 @@ def worker_tasks(problem: PlacementProblem) -> int:
 class RealMeasurer:
     """Implements the Measurer protocol by running placements in TensorFlow."""
 
+    drifts = True  # the machine's speed moves between batches (gplace.placers.base.Tracker)
+
     def __init__(self, problem: PlacementProblem, graph_def, config: RealConfig | None = None,
                  tasks: LocalProcs | RemoteTasks | None = None,
                  log: Callable[[str], None] | None = None):

@@ -98,6 +98,50 @@ class _Scripted:
                            None if np.isnan(high).all() else high)
 
 
+class _Drifting:
+    """A real machine in miniature: placement k (units 0-2's devices as k's bits) runs in
+    ``true[k]`` seconds times the machine's speed of that batch, +-1%."""
+    drifts = True
+
+    def __init__(self, true, speeds):
+        self.true, self.speeds, self.sizes = true, list(speeds), []
+
+    def measure(self, placements):
+        from gplace.measure import Measurement
+        speed = self.speeds.pop(0)
+        self.sizes.append(len(placements))
+        t = np.array([self.true[4 * p[0] + 2 * p[1] + p[2]] for p in placements]) * speed
+        n = len(t)
+        return Measurement(t, np.ones(n, bool), np.zeros((n, 2), np.int64), t * 0.99, t * 1.01)
+
+
+def test_a_control_in_every_batch_keeps_a_faster_machine_from_crowning_a_slower_placement():
+    from gplace.placers.base import Tracker
+    problem = two_chains()
+    batch = lambda *ks: np.array([[k >> 2 & 1, k >> 1 & 1, k & 1]  # noqa: E731
+                                  + [0] * (problem.num_units - 3) for k in ks])
+    true = {0: 10.0, 1: 10.5, 2: 11.0, 3: 12.0, 5: 9.0}  # placement 1 is 5% slower than 0
+    # batch 2 runs on a machine 15% faster: placement 1 reads 8.9, below 0's first 10.0
+    m = _Drifting(true, [1.0, 0.85, 0.85])
+    tracker = Tracker(problem, m, 12)
+    tracker.evaluate(batch(0, 2, 3, 3))
+    assert tracker.best_time == 10.0 and m.sizes == [4]  # no incumbent yet: no control
+    got = tracker.evaluate(batch(1, 2, 3, 3))
+    assert m.sizes == [4, 5]  # the incumbent went along as a control
+    assert tracker.drift == [pytest.approx(1 / 0.85)]
+    assert got.step_time_s.tolist() == pytest.approx([10.5, 11.0, 12.0, 12.0])  # batch 1's units
+    assert tracker.best_time == 10.0 and tracker.best_placement[:3].tolist() == [0, 0, 0]
+    tracker.evaluate(batch(5, 2, 3, 3))  # 10% faster than the incumbent, in the same batch
+    assert tracker.best_time == pytest.approx(9.0)
+    assert tracker.best_placement[:3].tolist() == [1, 0, 1]
+    assert tracker.used == 12  # the controls are not charged to the budget
+    without = Tracker(problem, _Drifting(true, [1.0, 0.85]), 8)  # the same, no control
+    without.measurer.drifts = False
+    without.evaluate(batch(0, 2, 3, 3))
+    without.evaluate(batch(1, 2, 3, 3))
+    assert without.best_placement[:3].tolist() == [0, 0, 1]  # crowned by the machine's drift
+
+
 def test_tracker_keeps_the_best_until_an_interval_lies_wholly_below_it():
     from gplace.placers.base import Tracker
     problem, nan = two_chains(), float("nan")
