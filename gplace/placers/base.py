@@ -50,7 +50,8 @@ class Tracker:
     moves between batches: in calibration/RESULTS.md, every placement's step time moved by 3-13%
     between two runs half an hour apart. Batches of ``CONTROL_MIN_BATCH`` or more placements
     then carry the incumbent best as a control, not charged to the budget: the batch's times
-    are scaled by the incumbent's recorded time over its time now, so that times of different
+    are scaled by the incumbent's recorded time over its time now (when that recorded time lies
+    outside the control's interval: a smaller move is noise), so that times of different
     batches compare (Post's elite set ranks them together), and a newcomer replaces the best
     only if it is faster than the control *in the same batch* beyond both intervals."""
 
@@ -109,6 +110,9 @@ class Tracker:
         if not (m.feasible[-1] and np.isfinite(now) and now > 0):  # the control failed now
             return Measurement(*(cut(a) for a in m))
         f = self.best_time / now
+        if m.low_s is not None and m.high_s is not None and (
+                m.low_s[-1] <= self.best_time <= m.high_s[-1]):
+            f = 1.0  # the control moved less than its own noise: scaling would add noise
         self.drift.append(f)
         scale = lambda a: None if a is None else np.asarray(a)[:-1] * f  # noqa: E731
         if m.low_s is not None and m.high_s is not None:

@@ -122,8 +122,8 @@ def test_a_control_in_every_batch_keeps_a_faster_machine_from_crowning_a_slower_
                                   + [0] * (problem.num_units - 3) for k in ks])
     true = {0: 10.0, 1: 10.5, 2: 11.0, 3: 12.0, 5: 9.0}  # placement 1 is 5% slower than 0
     # batch 2 runs on a machine 15% faster: placement 1 reads 8.9, below 0's first 10.0
-    m = _Drifting(true, [1.0, 0.85, 0.85])
-    tracker = Tracker(problem, m, 12)
+    m = _Drifting(true, [1.0, 0.85, 0.85, 0.995])
+    tracker = Tracker(problem, m, 16)
     tracker.evaluate(batch(0, 2, 3, 3))
     assert tracker.best_time == 10.0 and m.sizes == [4]  # no incumbent yet: no control
     got = tracker.evaluate(batch(1, 2, 3, 3))
@@ -134,7 +134,9 @@ def test_a_control_in_every_batch_keeps_a_faster_machine_from_crowning_a_slower_
     tracker.evaluate(batch(5, 2, 3, 3))  # 10% faster than the incumbent, in the same batch
     assert tracker.best_time == pytest.approx(9.0)
     assert tracker.best_placement[:3].tolist() == [1, 0, 1]
-    assert tracker.used == 12  # the controls are not charged to the budget
+    tracker.evaluate(batch(2, 2, 3, 3))  # the machine moved less than the control's noise
+    assert tracker.drift[-1] == 1.0  # so nothing is scaled
+    assert tracker.used == 16  # the controls are not charged to the budget
     without = Tracker(problem, _Drifting(true, [1.0, 0.85]), 8)  # the same, no control
     without.measurer.drifts = False
     without.evaluate(batch(0, 2, 3, 3))
