@@ -53,8 +53,6 @@ def _finetune_tag() -> str:
     text = repr(cfg)
     if not cfg.learn.dagger:  # the on-policy imitation term (added later) is off: the runs are
         text = re.sub(r", dagger=[^,]*, dagger_follow=[^,)]*", "", text)  # those cached before
-    if not cfg.unit_by_policy:  # likewise the policy-guided choice of local moves' units
-        text = text.replace(", unit_by_policy=0.0", "")
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 

@@ -158,10 +158,14 @@ def _say_drift(tuned: PlaceResult, log) -> None:
     control placement (the incumbent best, re-measured in each batch) saw it."""
     drift = tuned.info.get("control_drift")
     if drift:
-        moved = 1 / np.asarray(drift) - 1  # its time now over its time when it became the best
-        print(f"gplace real: the incumbent best, re-measured as a control in {len(drift)} "
-              f"batches, ran {moved.min():+.1%} to {moved.max():+.1%} against its recorded time; "
-              "those batches' times were scaled to match", file=log)
+        f = np.asarray(drift)
+        scaled = f[f != 1.0]
+        moved = 1 / scaled - 1  # its time now over its recorded time
+        tail = (f"; in {len(scaled)} it moved beyond its interval ({moved.min():+.1%} to "
+                f"{moved.max():+.1%}) and their times were scaled to match" if len(scaled)
+                else "; it never moved beyond its interval, so nothing was scaled")
+        print(f"gplace real: the incumbent best was re-measured as a control in {len(f)} "
+              f"batches{tail}", file=log)
 
 
 def _head_to_head(measurer, tuned: PlaceResult, heuristics: dict[str, PlaceResult]):

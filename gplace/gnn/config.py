@@ -65,6 +65,3 @@ class FinetuneConfig:
     policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
-    unit_by_policy: float = 0.0  # share of local moves whose unit is drawn in proportion to
-                                 # the policy's doubt about its device (1 - its probability
-                                 # there) rather than uniformly

@@ -105,7 +105,7 @@ class GNNPlacer:
         q = mix * probs + (1 - mix) / probs.shape[1]
         heaviest = _heaviest_neighbour(state)
         cands = np.repeat(best.placement[None], count, axis=0)
-        for row, u in enumerate(self._move_units(probs, best.placement, count, rng)):
+        for row, u in enumerate(rng.integers(0, best.placement.shape[0], count)):
             w = q[u].copy()
             w[best.placement[u]] = 0.0
             if w.sum() <= 0:
@@ -117,18 +117,6 @@ class GNNPlacer:
             cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
         m = tracker.evaluate(cands)
         state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible, m.low_s, m.high_s)
-
-    def _move_units(self, probs: np.ndarray, placement: np.ndarray, count: int, rng):
-        """The units of ``count`` local moves: uniform, or for a share ``unit_by_policy`` of
-        them in proportion to the policy's doubt about the unit's device (1 - p(device))."""
-        units = rng.integers(0, placement.shape[0], count)
-        share = self.config.unit_by_policy
-        if share > 0:  # (drawn after the uniform ones: share 0 keeps the same random stream)
-            doubt = 1.0 - probs[np.arange(placement.shape[0]), placement]
-            if doubt.sum() > 0:
-                guided = rng.choice(placement.shape[0], count, p=doubt / doubt.sum())
-                units = np.where(rng.random(count) < share, guided, units)
-        return units
 
     def _local_share(self, used: int) -> float:
         """Ramps from ``local_start`` to ``local_fraction`` over ``local_ramp`` samples; it

@@ -57,18 +57,3 @@ def test_zero_shot_measures_nothing_and_is_registered():
     get_placer("heft")  # imports every placer module
     assert REGISTRY["gnn"] is GNNPlacer
 
-
-def test_guided_local_moves_pick_the_units_whose_device_the_policy_doubts():
-    probs = np.full((6, 2), 0.5)
-    placement = np.array([0, 1, 0, 1, 0, 1])
-    probs[np.arange(6), placement] = 1.0  # sure of every unit's device...
-    probs[3] = [0.9, 0.1]                 # ...but unit 3's
-    uniform = GNNPlacer(policy=GNNPolicy(hidden_channels=8, num_layers=1))
-    guided = GNNPlacer(policy=uniform.policy,
-                       config=FinetuneConfig(unit_by_policy=1.0))
-    rng = lambda: np.random.default_rng(0)  # noqa: E731
-    assert set(guided._move_units(probs, placement, 50, rng()).tolist()) == {3}
-    assert len(set(uniform._move_units(probs, placement, 50, rng()).tolist())) == 6
-    # share 0 draws exactly what the uniform choice always drew (reproducible old runs)
-    assert np.array_equal(uniform._move_units(probs, placement, 50, rng()),
-                          rng().integers(0, 6, 50))

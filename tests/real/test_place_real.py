@@ -63,3 +63,15 @@ def test_summary_text_and_json_carry_the_intervals():
     import json
     out = json.loads(render(summary(), None, True, intervals, ("gnn",)))
     assert out["intervals_s"]["chosen"] == [0.020, 0.019, 0.0215] and out["ties"] == ["gnn"]
+
+
+def test_the_control_drift_line_counts_only_the_batches_it_scaled():
+    import io
+    from gplace.place import _say_drift
+    out = io.StringIO()
+    _say_drift(result("gnn", [0, 0], 1.0)._replace(info={"control_drift": [1.0, 1 / 1.1]}), out)
+    assert "control in 2 batches; in 1 it moved beyond its interval (+10.0% to +10.0%)" \
+        in out.getvalue()
+    out = io.StringIO()
+    _say_drift(result("gnn", [0, 0], 1.0)._replace(info={"control_drift": [1.0]}), out)
+    assert "nothing was scaled" in out.getvalue()
