@@ -14,9 +14,11 @@ measured on this cluster, namely
   step on that one process (``scaled_profile``): step_stats times cover only the kernels, and
   on a shared machine a pinned process loses the core between ops too (on this 2-core box, with
   other jobs running, the kernels explained 50-70% of the step instead of 98% when idle);
-* the CPU a transfer takes from the one core of each task it joins, which the benchmark on
-  idle tasks does not see and the simulator's link (overlapping compute) cannot charge:
-  folded into the link's bandwidth (``transfer_cpu_s_per_byte``);
+* the CPU a transfer takes from the one core of the task that receives it, which the benchmark
+  on idle tasks does not see: charged to the receiving device's lane (``Link.recv_cpu_s``,
+  ``recv_cpu_s_per_byte``), so that it delays the compute there; by default the fitted
+  per-transfer latency plus ``transfer_cpu_s_per_byte`` per byte (``transfer_cpu_at``; the
+  choice among nine variants is in calibration/RESULTS.md, "Where a transfer's CPU goes");
 * the fixed RPC cost of a step (client -> master -> workers), which the simulator's step (the
   end of its last op) does not contain: the benchmark's trivial-step time for one task, or
   for two when the placement uses both, added to the simulated time (``step_overhead``).
@@ -26,6 +28,9 @@ a trimmed mean with its interval, stopping once the interval is tight), run ``re
 independently (two by default): the simulator is scored against the estimate over all repeats'
 steps, and Kendall's tau between the first two repeats (real-vs-real) says how far the real
 measurements themselves can be trusted to rank.
+
+``resimulate`` re-scores a finished run's measurements (its calibration.json) with the current
+simulator and config, without starting TensorFlow: the placements are those the run measured.
 
 Agreement: Kendall's tau-b (Kendall 1945, ties handled) and Spearman's rho over the placements
 of a graph, and the median relative error |sim - real| / real. Overall figures: tau and rho are
@@ -70,6 +75,12 @@ class CalibrateConfig:
     # 0.8 ms/MB: the slope of (real - simulated) on crossing MB in an earlier calibration run
     # of these graphs (calibration/RESULTS.md), a held-out figure for later runs.
     transfer_cpu_s_per_byte: float = 0.8e-9
+    # Where that CPU goes. "receiver": on the receiving device's lane, after the transfer
+    # arrives, with the fitted latency as a fixed part (the link keeps its latency as a delay and
+    # its measured bandwidth): ranked the real runs best of nine variants (simulator tau 0.821 /
+    # 0.814 / 0.774 on the three runs of calibration/RESULTS.md against 0.785 / 0.800 / 0.764).
+    # "link": folded into the link's bandwidth, overlapping compute (the model before).
+    transfer_cpu_at: str = "receiver"
     scale_to_wall: bool = True    # scale op times so they sum to the profile's untraced step
                                   # wall time (executor gaps, descheduling on a shared core)
     real: RealConfig = field(default_factory=RealConfig)
@@ -103,6 +114,7 @@ class GraphCalibration(NamedTuple):
     repeats_s: np.ndarray = np.zeros((0, 0))  # (repeats, placements) each repeat's estimate
     seconds_per_placement: float = float("nan")  # wall time of one repeat / placements
     load: tuple = ()              # LoadFigures of each repeat
+    placements: np.ndarray | None = None  # (placements, units) what was measured
 
 
 class CalibrationReport(NamedTuple):
@@ -116,6 +128,8 @@ class CalibrationReport(NamedTuple):
     pooled_kendall_tau: float
     repeat_tau: float             # mean over graphs of real-vs-real tau
     effective_bandwidth: float = float("nan")  # bytes/s the simulator's link used
+    recv_cpu_s: float = 0.0                    # the simulator's receive CPU (Link)
+    recv_cpu_s_per_byte: float = 0.0
 
     def to_json(self) -> dict:
         return {"cluster": self.cluster, "kendall_tau": self.kendall_tau,
@@ -126,7 +140,9 @@ class CalibrationReport(NamedTuple):
                          "residual_rel": list(self.link.residual_rel)},
                 "step_overhead": self.overhead._asdict(),
                 "simulated_link": {"latency_s": self.link.latency_s,
-                                   "bandwidth": self.effective_bandwidth},
+                                   "bandwidth": self.effective_bandwidth,
+                                   "recv_cpu_s": self.recv_cpu_s,
+                                   "recv_cpu_s_per_byte": self.recv_cpu_s_per_byte},
                 "graphs": [_graph_json(g) for g in self.graphs]}
 
 
@@ -138,9 +154,12 @@ def _graph_json(g: GraphCalibration) -> dict:
             "seconds_per_placement": g.seconds_per_placement,
             "load": [f.as_dict() for f in g.load],
             "placements": [{"label": l, "measured_s": m, "spread_s": s, "simulated_s": t,
-                            "repeats_s": finite(rep), "reason": r} for l, m, s, t, rep, r in zip(
+                            "repeats_s": finite(rep), "reason": r,
+                            **({} if p is None else {"units": [int(x) for x in p]})}
+                           for l, m, s, t, rep, r, p in zip(
                 g.labels, finite(g.measured_s), finite(g.spread_s), finite(g.simulated_s),
-                g.repeats_s.T, g.reasons)]}
+                g.repeats_s.T, g.reasons,
+                [None] * len(g.labels) if g.placements is None else g.placements)]}
 
 
 # ---- statistics ------------------------------------------------------------------------------
@@ -178,21 +197,22 @@ def median_rel_error(simulated, measured) -> float:
 
 
 # ---- placements ------------------------------------------------------------------------------
-def calibration_placements(problem: PlacementProblem, count: int,
-                           seed: int) -> tuple[np.ndarray, list[str]]:
+def calibration_placements(problem: PlacementProblem, count: int, seed: int,
+                           up_to_mirrors: bool = True) -> tuple[np.ndarray, list[str]]:
     """(count, units) placements and their labels: one per device, the heuristics, topological
     splits (the first f of the units on one device, the rest on another), and random mixtures
     with a fraction p of the units moved off device 0. Distinct up to interchangeable devices
     (:func:`interchangeable`): a placement and its mirror (the two tasks of local-procs
     swapped) simulate alike and differ for real only by noise, so measuring both would spend
-    the budget on a pair no one can rank."""
+    the budget on a pair no one can rank. (``up_to_mirrors=False``: distinct as arrays, as
+    runs before that made them.)"""
     from gplace.placers import get_placer
     from gplace.sim.measurer import SimMeasurer
     rng = np.random.default_rng(seed)
     nd, nu = problem.num_devices, problem.num_units
     out: list[tuple[str, np.ndarray]] = [(f"single:{problem.cluster.devices[d].name}",
                                           problem.single_device(d)) for d in range(nd)]
-    classes = interchangeable(problem.cluster)
+    classes = interchangeable(problem.cluster) if up_to_mirrors else None
     sim = SimMeasurer(problem)
     for name in HEURISTICS:
         out.append((name, get_placer(name, seed=seed).place(problem, sim, 0).placement))
@@ -273,12 +293,21 @@ def scaled_profile(profile: CostProfile) -> CostProfile:
                                meta={**profile.meta, "op_times_scaled_by": factor})
 
 
-def calibrated_cluster(cluster: Cluster, link: LinkFit, cpu_s_per_byte: float = 0.0) -> Cluster:
-    """``cluster`` with every pair on the fitted link (one full-duplex channel per direction),
-    its bandwidth lowered by the per-byte CPU cost of a transfer (CalibrateConfig)."""
-    bandwidth = 1.0 / (1.0 / link.bandwidth + cpu_s_per_byte)
-    return dataclasses.replace(cluster, links=(),
-                               default_link=Link((), bandwidth, link.latency_s))
+def calibrated_cluster(cluster: Cluster, link: LinkFit, cpu_s_per_byte: float = 0.0,
+                       at: str = "link") -> Cluster:
+    """``cluster`` with every pair on the fitted link (one full-duplex channel per direction)
+    and the CPU a transfer costs (CalibrateConfig.transfer_cpu_at): at "link", its bandwidth
+    lowered by ``cpu_s_per_byte``; at "receiver", the receiving lane charged the link's latency
+    plus ``cpu_s_per_byte`` per byte."""
+    if at == "link":
+        bandwidth = 1.0 / (1.0 / link.bandwidth + cpu_s_per_byte)
+        return dataclasses.replace(cluster, links=(),
+                                   default_link=Link((), bandwidth, link.latency_s))
+    if at != "receiver":
+        raise ConfigError(f"transfer_cpu_at {at!r}: use 'receiver' or 'link'")
+    return dataclasses.replace(cluster, links=(), default_link=Link(
+        (), link.bandwidth, link.latency_s, recv_cpu_s=link.latency_s,
+        recv_cpu_s_per_byte=cpu_s_per_byte))
 
 
 def step_overhead_s(problem: PlacementProblem, placements: np.ndarray,
@@ -293,7 +322,6 @@ def calibrate_graph(source: GraphSource, cluster: Cluster, profile: CostProfile,
                     log: Callable[[str], None]) -> GraphCalibration:
     from gplace.importer import load_graph
     from gplace.real.measurer import RealMeasurer
-    from gplace.sim import FastSimulator
     graph = load_graph(source.path, name=source.name)
     if config.scale_to_wall:
         profile = scaled_profile(profile)
@@ -302,9 +330,7 @@ def calibrate_graph(source: GraphSource, cluster: Cluster, profile: CostProfile,
     problem = PlacementProblem.build(graph, cluster, CostModel(profiles=[profile]),
                                      CoarsenConfig(config.max_units))
     placements, labels = calibration_placements(problem, config.placements, config.seed)
-    sim = FastSimulator(problem).run_batch(placements).step_time_s
-    if config.step_overhead:
-        sim = sim + step_overhead_s(problem, placements, overhead)
+    sim = simulated_s(problem, placements, overhead, config)
     log(f"{source.name}: {graph.num_ops} ops, {problem.num_units} units, "
         f"{len(placements)} placements; running them")
     runs = []  # (results, wall s, load) of each repeat
@@ -325,7 +351,15 @@ def calibrate_graph(source: GraphSource, cluster: Cluster, profile: CostProfile,
         kendall_tau(sim[ok], meas[ok]), spearman_rho(sim[ok], meas[ok]),
         median_rel_error(sim[ok], meas[ok]), repeat_tau(repeats),
         repeats, float(np.mean([w for _, w, _ in runs])) / len(placements),
-        tuple(load for _, _, load in runs if load is not None))
+        tuple(load for _, _, load in runs if load is not None), placements)
+
+
+def simulated_s(problem: PlacementProblem, placements: np.ndarray, overhead: StepOverhead,
+                config: CalibrateConfig) -> np.ndarray:
+    """(B,) simulated step times of ``placements``, with the step overhead if configured."""
+    from gplace.sim import FastSimulator
+    sim = FastSimulator(problem).run_batch(placements).step_time_s
+    return sim + step_overhead_s(problem, placements, overhead) if config.step_overhead else sim
 
 
 def _pooled(results, protocol):
@@ -382,10 +416,9 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
         log(f"link: latency {link.latency_s * 1e6:.0f} us, bandwidth {link.bandwidth / 1e6:.0f}"
             f" MB/s; step overhead {overhead.one_task_s * 1e3:.2f} ms (1 task), "
             f"{overhead.two_task_s * 1e3:.2f} ms (2)")
-        fitted = calibrated_cluster(cluster, link, config.transfer_cpu_s_per_byte)
-        log(f"simulated link: latency {link.latency_s * 1e6:.0f} us, effective bandwidth "
-            f"{fitted.default_link.bandwidth / 1e6:.0f} MB/s (transfer CPU "
-            f"{config.transfer_cpu_s_per_byte * 1e9:.2f} ms/MB)")
+        fitted = calibrated_cluster(cluster, link, config.transfer_cpu_s_per_byte,
+                                    config.transfer_cpu_at)
+        log(f"simulated link: {describe_link(fitted.default_link)}")
         graphs = []
         for source in sources:
             cached = out_dir / "profiles" / f"{source.name}.profile.json.gz"
@@ -400,12 +433,114 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
     finally:
         if own:
             procs.stop()
-    report = _report(cluster.name, graphs, link, overhead)._replace(
-        effective_bandwidth=fitted.default_link.bandwidth)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "calibration.json").write_text(json.dumps(report.to_json(), indent=1))
-    scatter_png(report, out_dir / "calibration.png")
+    report = _report(cluster.name, graphs, link, overhead, fitted.default_link)
+    _write(report, out_dir)
     return report
+
+
+def describe_link(link: Link) -> str:
+    """'latency 176 us, bandwidth 2052 MB/s, receive CPU 176 us + 0.80 ms/MB'."""
+    return (f"latency {link.latency_s * 1e6:.0f} us, bandwidth {link.bandwidth / 1e6:.0f} MB/s, "
+            f"receive CPU {link.recv_cpu_s * 1e6:.0f} us + "
+            f"{link.recv_cpu_s_per_byte * 1e9:.2f} ms/MB")
+
+
+def _write(report: CalibrationReport, out_dir: Path) -> None:
+    from gplace.io import atomic_write_text
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out_dir / "calibration.json", json.dumps(report.to_json(), indent=1))
+    scatter_png(report, out_dir / "calibration.png")
+
+
+def resimulate(sources: list[GraphSource], out_dir: str | Path,
+               cluster: str | Cluster = "local-procs",
+               config: CalibrateConfig = CalibrateConfig(),
+               log: Callable[[str], None] = lambda s: None) -> CalibrationReport:
+    """Re-scores the run in ``out_dir`` (its calibration.json, profiles/) with the current
+    simulator and ``config``: the real figures are the run's, the simulated ones new. No
+    TensorFlow process starts. ``sources`` give each graph of the run (by name). Rewrites
+    the JSON and PNG."""
+    out_dir = Path(out_dir)
+    path = out_dir / "calibration.json"
+    try:
+        run = json.loads(path.read_text())
+        link = LinkFit(**{k: run["link"][k] for k in LinkFit._fields})
+        overhead = StepOverhead(**run["step_overhead"])
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"{path}: not a calibration run to re-simulate ({e})") from None
+    cluster = load_cluster(cluster) if isinstance(cluster, (str, os.PathLike)) else cluster
+    fitted = calibrated_cluster(cluster, link, config.transfer_cpu_s_per_byte,
+                                config.transfer_cpu_at)
+    log(f"simulated link: {describe_link(fitted.default_link)}")
+    by_name = {s.name: s for s in sources}
+    graphs = []
+    for record in run["graphs"]:
+        if record["name"] not in by_name:
+            raise ConfigError(f"{path}: graph {record['name']!r} has no source to load")
+        graphs.append(_resimulated_graph(by_name[record["name"]], record, run, fitted, cluster,
+                                         overhead, out_dir, config))
+        g = graphs[-1]
+        log(f"{g.name}: tau {g.kendall_tau:.3f}, median rel. error {g.median_rel_error:.1%} "
+            f"(the run's real-vs-real tau {g.repeat_tau:.3f})")
+    report = _report(cluster.name, graphs, link, overhead, fitted.default_link)
+    _write(report, out_dir)
+    return report
+
+
+def _resimulated_graph(source: GraphSource, record: dict, run: dict, fitted: Cluster,
+                       cluster: Cluster, overhead: StepOverhead, out_dir: Path,
+                       config: CalibrateConfig) -> GraphCalibration:
+    from gplace.importer import load_graph
+    from gplace.real.load import LoadFigures
+    cached = out_dir / "profiles" / f"{source.name}.profile.json.gz"
+    if not cached.is_file():
+        raise ConfigError(f"{cached} is missing: re-simulating needs the run's profiles")
+    profile = CostProfile.load(cached)
+    profile = scaled_profile(profile) if config.scale_to_wall else profile
+    graph = load_graph(source.path, name=source.name)
+    build = lambda c: PlacementProblem.build(graph, c, CostModel(profiles=[profile]),  # noqa: E731
+                                             CoarsenConfig(config.max_units))
+    problem = build(fitted)
+    rows = record["placements"]
+    if all("units" in r for r in rows):
+        placements = np.array([r["units"] for r in rows], np.int64)
+    else:
+        placements = _rebuilt_placements(build, record, run, cluster, overhead, config)
+    sim = simulated_s(problem, placements, overhead, config)
+    value = lambda x: float("inf") if x is None else float(x)  # noqa: E731
+    meas = np.array([value(r["measured_s"]) for r in rows])
+    repeats = np.array([[value(x) for x in r["repeats_s"]] for r in rows]).T
+    ok = np.isfinite(meas) & np.isfinite(sim)
+    load = tuple(LoadFigures(**{k: v for k, v in f.items() if k != "loaded"})
+                 for f in record.get("load", []))
+    return GraphCalibration(
+        source.name, record.get("family", source.family), record["ops"], problem.num_units,
+        [r["label"] for r in rows], meas, np.array([value(r["spread_s"]) for r in rows]), sim,
+        [r["reason"] for r in rows], kendall_tau(sim[ok], meas[ok]),
+        spearman_rho(sim[ok], meas[ok]), median_rel_error(sim[ok], meas[ok]),
+        record["repeat_tau"], repeats, record["seconds_per_placement"], load, placements)
+
+
+def _rebuilt_placements(build, record: dict, run: dict, cluster: Cluster,
+                        overhead: StepOverhead, config: CalibrateConfig) -> np.ndarray:
+    """The placements a run made before calibration.json stored them: made again as that run
+    made them, on its own simulated link (the heuristics consult the simulator), and checked
+    against its labels and simulated times."""
+    rows, own = record["placements"], run["simulated_link"]
+    old = dataclasses.replace(cluster, links=(), default_link=Link(
+        (), own["bandwidth"], own["latency_s"], recv_cpu_s=own.get("recv_cpu_s", 0.0),
+        recv_cpu_s_per_byte=own.get("recv_cpu_s_per_byte", 0.0)))
+    problem = build(old)
+    placements, labels = calibration_placements(problem, len(rows), config.seed)
+    if labels != [r["label"] for r in rows]:
+        placements, labels = calibration_placements(problem, len(rows), config.seed, False)
+    stored = np.array([np.nan if r["simulated_s"] is None else r["simulated_s"] for r in rows])
+    if (labels != [r["label"] for r in rows] or not np.allclose(
+            simulated_s(problem, placements, overhead, config), stored, rtol=1e-9,
+            equal_nan=True)):
+        raise ConfigError(f"{record['name']}: cannot rebuild the placements this run measured "
+                          "(it predates stored placements and its simulator or profile differ)")
+    return placements
 
 
 def _tiny_graph():
@@ -413,7 +548,7 @@ def _tiny_graph():
     return OpGraph.from_lists([1.0], [4])
 
 
-def _report(name, graphs, link, overhead) -> CalibrationReport:
+def _report(name, graphs, link, overhead, simulated: Link) -> CalibrationReport:
     pooled_s, pooled_m, errors = [], [], []
     for g in graphs:
         ok = np.isfinite(g.measured_s) & np.isfinite(g.simulated_s)
@@ -423,7 +558,8 @@ def _report(name, graphs, link, overhead) -> CalibrationReport:
     return CalibrationReport(
         name, graphs, link, overhead, mean([g.kendall_tau for g in graphs]),
         mean([g.spearman_rho for g in graphs]), median_rel_error(pooled_s, pooled_m),
-        kendall_tau(pooled_s, pooled_m), mean([g.repeat_tau for g in graphs]))
+        kendall_tau(pooled_s, pooled_m), mean([g.repeat_tau for g in graphs]),
+        simulated.bandwidth, simulated.recv_cpu_s, simulated.recv_cpu_s_per_byte)
 
 
 def scatter_png(report: CalibrationReport, path: Path) -> None:

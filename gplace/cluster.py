@@ -56,6 +56,11 @@ class Link:
     bandwidth: float          # bytes/s, effective (not the signalling rate)
     latency_s: float          # per transfer, added after the bytes are on the wire
     shared: bool = False      # True: all pairs share one FIFO channel (a bus)
+    # CPU time a transfer takes on the receiving device's lane once it has arrived, fixed and
+    # per byte, before its consumers may use it: gRPC receipt and copy on a TF task of one
+    # core (local-procs, fitted by `gplace calibrate`). 0 for links served by DMA engines.
+    recv_cpu_s: float = 0.0
+    recv_cpu_s_per_byte: float = 0.0
 
 
 class LinkTable(NamedTuple):
@@ -66,6 +71,8 @@ class LinkTable(NamedTuple):
     latency_s: np.ndarray     # (D, D) float64; 0 on the diagonal
     num_channels: int
     channel_names: tuple[str, ...]  # e.g. "gpu0->gpu1", "pcie-board0"
+    recv_cpu_s: np.ndarray | None = None           # (D, D) float64; 0 on the diagonal
+    recv_cpu_s_per_byte: np.ndarray | None = None  # (D, D) float64; 0 on the diagonal
 
 
 @dataclass(frozen=True)
@@ -101,9 +108,11 @@ class Cluster:
             "name": self.name, "description": self.description,
             "devices": [{f.name: getattr(d, f.name) for f in fields(Device)} for d in self.devices],
             "links": [{"devices": list(l.devices), "bandwidth": l.bandwidth,
-                       "latency_s": l.latency_s, "shared": l.shared} for l in self.links],
+                       "latency_s": l.latency_s, "shared": l.shared, **_recv_cpu(l)}
+                      for l in self.links],
             "default_link": {"bandwidth": self.default_link.bandwidth,
-                             "latency_s": self.default_link.latency_s},
+                             "latency_s": self.default_link.latency_s,
+                             **_recv_cpu(self.default_link)},
         }
 
     @classmethod
@@ -114,6 +123,12 @@ class Cluster:
         except (OSError, yaml.YAMLError) as e:
             raise ConfigError(f"{path}: cannot read cluster YAML ({_first_line(e)})") from None
         return cluster_from_dict(record, str(path))
+
+
+def _recv_cpu(link: Link) -> dict[str, float]:
+    """The receive-CPU fields of ``link`` where set (presets leave them out)."""
+    return {k: getattr(link, k) for k in ("recv_cpu_s", "recv_cpu_s_per_byte")
+            if getattr(link, k)}
 
 
 def _first_line(e: Exception) -> str:
@@ -186,7 +201,8 @@ def _device_from_dict(record: Any, where: str) -> Device:
 
 
 def _link_from_dict(record: Any, where: str, names: list[str], default: bool = False) -> Link:
-    allowed = {"bandwidth", "latency_s"} | (set() if default else {"devices", "shared"})
+    allowed = ({"bandwidth", "latency_s", "recv_cpu_s", "recv_cpu_s_per_byte"}
+               | (set() if default else {"devices", "shared"}))
     _check_keys(record, allowed, where)
     devs = () if default else record.get("devices")
     if not default:
@@ -198,7 +214,9 @@ def _link_from_dict(record: Any, where: str, names: list[str], default: bool = F
                                   f"devices: {', '.join(names)}")
     link = Link(tuple(devs), _field(record, "bandwidth", float, where),
                 _field(record, "latency_s", float, where),
-                False if default else _field(record, "shared", bool, where, False))
+                False if default else _field(record, "shared", bool, where, False),
+                _field(record, "recv_cpu_s", float, where, 0.0),
+                _field(record, "recv_cpu_s_per_byte", float, where, 0.0))
     if link.bandwidth <= 0:
         raise ConfigError(f"{where}: field 'bandwidth' must be > 0")
     return link
@@ -236,6 +254,8 @@ def _link_table(cluster: Cluster) -> LinkTable:
     channel = np.full((n, n), -2, np.int64)
     bw = np.full((n, n), cluster.default_link.bandwidth)
     lat = np.full((n, n), cluster.default_link.latency_s)
+    rc = np.full((n, n), cluster.default_link.recv_cpu_s)
+    rcb = np.full((n, n), cluster.default_link.recv_cpu_s_per_byte)
     names: list[str] = []
     for k, link in enumerate(cluster.links):  # later entries override earlier ones
         ids = [index[x] for x in link.devices]
@@ -251,6 +271,7 @@ def _link_table(cluster: Cluster) -> LinkTable:
                     names.append(f"{cluster.devices[a].name}->{cluster.devices[b].name}")
                     channel[a, b] = len(names) - 1
                 bw[a, b], lat[a, b] = link.bandwidth, link.latency_s
+                rc[a, b], rcb[a, b] = link.recv_cpu_s, link.recv_cpu_s_per_byte
     for a in range(n):
         for b in range(n):
             if a != b and channel[a, b] == -2:
@@ -259,11 +280,13 @@ def _link_table(cluster: Cluster) -> LinkTable:
     np.fill_diagonal(channel, -1)
     np.fill_diagonal(bw, np.inf)
     np.fill_diagonal(lat, 0.0)
+    np.fill_diagonal(rc, 0.0)
+    np.fill_diagonal(rcb, 0.0)
     # channels numbered in first-use order; drop ids overridden by later entries
     used = sorted(set(channel[channel >= 0].tolist()))
     remap = {c: i for i, c in enumerate(used)}
     channel = np.vectorize(lambda c: remap.get(c, -1))(channel).astype(np.int64)
-    return LinkTable(channel, bw, lat, len(used), tuple(names[c] for c in used))
+    return LinkTable(channel, bw, lat, len(used), tuple(names[c] for c in used), rc, rcb)
 
 
 # ---- presets ---------------------------------------------------------------------------------
@@ -286,8 +309,9 @@ def interchangeable(cluster: Cluster) -> np.ndarray:
 def _swap_keeps(table, i: int, j: int) -> bool:
     perm = np.arange(len(table.bandwidth))
     perm[[i, j]] = perm[[j, i]]
-    same = all(np.array_equal(m, m[np.ix_(perm, perm)]) for m in (table.bandwidth,
-                                                                   table.latency_s))
+    same = all(np.array_equal(m, m[np.ix_(perm, perm)])
+               for m in (table.bandwidth, table.latency_s, table.recv_cpu_s,
+                         table.recv_cpu_s_per_byte))
     ch = table.channel  # and the same pairs share a channel (a bus)
     return same and np.array_equal(_groups(ch), _groups(ch[np.ix_(perm, perm)]))
 

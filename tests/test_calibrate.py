@@ -1,6 +1,7 @@
 """Calibration statistics, placements and the model adjustments (no TensorFlow run)."""
 
 import itertools
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -140,3 +141,68 @@ def test_cli_rejects_too_few_placements_and_unknown_graphs(tmp_path):
     cap = subprocess.run(base + ["--cap", "0"], capture_output=True, text=True)
     assert cap.returncode == 2 and "cap > 0" in cap.stderr
     assert len(cap.stderr.strip().splitlines()) == 1
+
+
+def test_receiver_model_charges_the_latency_and_per_byte_cpu_to_the_receiver():
+    from gplace.calibrate import calibrated_cluster
+    from gplace.real.links import LinkFit
+    fit = LinkFit(2e-4, 2e9, (), (), ())
+    folded = calibrated_cluster(load_cluster("local-procs"), fit, 1e-9, "link").default_link
+    assert folded.bandwidth == pytest.approx(1 / (0.5e-9 + 1e-9))  # 2 GB/s and 1 ns/B in series
+    assert (folded.latency_s, folded.recv_cpu_s) == (2e-4, 0.0)
+    recv = calibrated_cluster(load_cluster("local-procs"), fit, 1e-9, "receiver").default_link
+    assert (recv.bandwidth, recv.latency_s) == (2e9, 2e-4)
+    assert (recv.recv_cpu_s, recv.recv_cpu_s_per_byte) == (2e-4, 1e-9)
+    from gplace.errors import ConfigError
+    with pytest.raises(ConfigError, match="use 'receiver' or 'link'"):
+        calibrated_cluster(load_cluster("local-procs"), fit, 1e-9, "sender")
+
+
+RUN = Path(__file__).resolve().parents[1] / "calibration"
+
+
+@pytest.fixture
+def mlp_run(tmp_path):
+    """The committed calibration run cut to quick_mlp, in a folder of its own."""
+    import json
+    import shutil
+    if not (RUN / "graphs" / "quick_mlp.pb").is_file():
+        pytest.skip("calibration/graphs/quick_mlp.pb is absent")
+    run = json.loads((RUN / "calibration.json").read_text())
+    run["graphs"] = [g for g in run["graphs"] if g["name"] == "quick_mlp"]
+    (tmp_path / "profiles").mkdir()
+    shutil.copy(RUN / "profiles" / "quick_mlp.profile.json.gz", tmp_path / "profiles")
+    (tmp_path / "calibration.json").write_text(json.dumps(run))
+    return tmp_path, run
+
+
+def test_resimulate_keeps_the_real_figures_and_rescores_the_simulator(mlp_run):
+    import dataclasses
+    import json
+    from gplace.calibrate import CalibrateConfig, GraphSource, resimulate
+    out, run = mlp_run
+    source = [GraphSource("quick_mlp", RUN / "graphs" / "quick_mlp.pb", "mlp")]
+    before = run["graphs"][0]
+    config = CalibrateConfig()
+    report = resimulate(source, out, "local-procs",
+                        dataclasses.replace(config, transfer_cpu_at="link"))
+    g = report.graphs[0]
+    # the model the run used gives back its simulated times and tau
+    assert g.simulated_s.tolist() == [p["simulated_s"] for p in before["placements"]]
+    assert g.kendall_tau == before["kendall_tau"]
+    assert g.repeat_tau == before["repeat_tau"]
+    written = json.loads((out / "calibration.json").read_text())["graphs"][0]
+    assert all(len(p["units"]) == g.units for p in written["placements"])
+    # the receiver model, from the stored placements: new simulated times, the same real ones
+    g2 = resimulate(source, out, "local-procs", config).graphs[0]
+    np.testing.assert_array_equal(g2.placements, g.placements)
+    np.testing.assert_array_equal(g2.measured_s, g.measured_s)
+    assert (g2.simulated_s > g.simulated_s).sum() > 0 and g2.kendall_tau != g.kendall_tau
+
+
+def test_resimulate_refuses_what_is_not_a_run(tmp_path):
+    from gplace.calibrate import resimulate
+    from gplace.errors import ConfigError
+    (tmp_path / "calibration.json").write_text("{}")
+    with pytest.raises(ConfigError, match="not a calibration run to re-simulate"):
+        resimulate([], tmp_path)

@@ -94,3 +94,19 @@ def test_every_preset_loads():
     for name in preset_names():
         if name != "local":
             assert load_cluster(name).num_devices >= 1
+
+
+def test_receive_cpu_reads_from_yaml_into_the_link_table(tmp_path):
+    path = two_devices(tmp_path)
+    path.write_text(path.read_text().replace(
+        "default_link: {bandwidth: 1, latency_s: 0}",
+        "default_link: {bandwidth: 1, latency_s: 0, recv_cpu_s: 2.0e-4, "
+        "recv_cpu_s_per_byte: 1.0e-9}"))
+    cluster = load_cluster(path)
+    table = cluster.link_table()
+    assert table.recv_cpu_s.tolist() == [[0.0, 2e-4], [2e-4, 0.0]]
+    assert table.recv_cpu_s_per_byte.tolist() == [[0.0, 1e-9], [1e-9, 0.0]]
+    assert cluster.summary()["default_link"]["recv_cpu_s"] == 2e-4
+    path.write_text(path.read_text().replace("recv_cpu_s: 2.0e-4", "recv_cpu_s: -1"))
+    with pytest.raises(ConfigError, match="field 'recv_cpu_s' = -1 must be >= 0"):
+        load_cluster(path)

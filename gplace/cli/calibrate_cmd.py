@@ -6,6 +6,9 @@ writes DIR/calibration.png (simulated against measured) and DIR/calibration.json
 lines go to stderr; ``--json`` prints one object on stdout with ``kendall_tau`` and
 ``median_rel_error`` at the top level.
 
+``--resimulate`` re-scores the run already in DIR (its calibration.json and profiles/) with the
+current simulator, without starting TensorFlow: the real figures stay the run's.
+
 Graphs: a corpus name (datasets/corpus/NAME.pb, else built into DIR/graphs with
 ``python -m datasets.worker``) or a path to a GraphDef. Default: the three quick corpus graphs
 (quick_mlp, quick_cnn, quick_gpt: families mlp, cnn, gpt), which run in minutes.
@@ -56,8 +59,16 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="YAML 'tasks: [host:port, ...]' of servers already running elsewhere "
                         "(python -m gplace.real.procs serve ...); default: start local ones")
     p.add_argument("--transfer-cpu", type=float, default=0.8, metavar="MS_PER_MB",
-                   help="CPU per MB a transfer takes from its one-core tasks, folded into the "
-                        "simulated link bandwidth (default 0.8; see calibration/RESULTS.md)")
+                   help="CPU per MB a transfer takes from its one-core tasks (default 0.8; see "
+                        "calibration/RESULTS.md)")
+    p.add_argument("--transfer-cpu-at", choices=("receiver", "link"), default="receiver",
+                   help="where the simulator charges that CPU: on the receiving task's core "
+                        "after the transfer arrives, with the fitted latency as a fixed part "
+                        "(receiver, the default), or folded into the link's bandwidth (link, "
+                        "the model before)")
+    p.add_argument("--resimulate", action="store_true",
+                   help="re-score the run already in --out with the current simulator; starts "
+                        "no TensorFlow process (graphs: the run's)")
     p.add_argument("--no-overhead", action="store_true",
                    help="do not add the measured per-step RPC cost to simulated times")
     p.add_argument("--allow-unsafe", action="store_true",
@@ -128,6 +139,8 @@ def run(args) -> int:
                           "max-steps >= 9, cap > 0 and 0 < rel-width < 100")
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
+    if args.resimulate:
+        return _resimulate(args, out)
     graphs = [resolve_graph(g, out) for g in args.graphs]
     from gplace.importer.reader import read_graph_def
     from gplace.real.safety import check_safe
@@ -143,13 +156,34 @@ def run(args) -> int:
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,
                              transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,
-                             repeats=args.repeats,
+                             transfer_cpu_at=args.transfer_cpu_at, repeats=args.repeats,
                              real=RealConfig(protocol=protocol, verbose=False,
                                              allow_unsafe=args.allow_unsafe))
     tasks = load_task_spec(args.tasks) if args.tasks else None
     log = lambda s: print(f"gplace calibrate: {s}", file=sys.stderr, flush=True)  # noqa: E731
     report = calibrate(sources, args.cluster, config, out, tasks=tasks, log=log)
-    if args.json:
+    return _print(report, out, args.json)
+
+
+def _resimulate(args, out: Path) -> int:
+    from gplace.calibrate import CalibrateConfig, GraphSource, resimulate
+    path = out / "calibration.json"
+    try:
+        names = [g["name"] for g in json.loads(path.read_text())["graphs"]]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ConfigError(f"--resimulate: {path} is not a calibration run ({e})") from None
+    sources = [GraphSource(*resolve_graph(n, out)) for n in names]
+    config = CalibrateConfig(max_units=args.units, step_overhead=not args.no_overhead,
+                             transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,
+                             transfer_cpu_at=args.transfer_cpu_at)
+    log = lambda s: print(f"gplace calibrate: {s}", file=sys.stderr, flush=True)  # noqa: E731
+    report = resimulate(sources, out, args.cluster, config, log=log)
+    return _print(report, out, args.json)
+
+
+def _print(report, out: Path, as_json: bool) -> int:
+    """The table on stdout (or the report as one JSON object)."""
+    if as_json:
         print(json.dumps(report.to_json()))
         return 0
     print(f"{'graph':<14} {'family':<8} {'ops':>5} {'units':>5} {'n':>3} {'tau':>6} {'rho':>6} "
@@ -165,4 +199,7 @@ def run(args) -> int:
           f"{report.repeat_tau:>17.3f}   (pooled tau {report.pooled_kendall_tau:.3f})")
     print(f"link: latency {report.link.latency_s * 1e6:.0f} us, bandwidth "
           f"{report.link.bandwidth / 1e6:.0f} MB/s; plot: {out / 'calibration.png'}")
+    print(f"simulated: bandwidth {report.effective_bandwidth / 1e6:.0f} MB/s, receive CPU "
+          f"{report.recv_cpu_s * 1e6:.0f} us + {report.recv_cpu_s_per_byte * 1e9:.2f} ms/MB "
+          "on the receiving task")
     return 0

@@ -59,6 +59,9 @@ class SimArrays(NamedTuple):
     capacity: np.ndarray     # (devices,) int64
     eager: np.ndarray        # (channels,) bool: fed by one device of one lane (loop.run_eager)
     any_temp: bool           # some op has scratch bytes on some device (memory.events)
+    recv_cpu: np.ndarray     # (devices, devices) float64: fixed receive CPU of a transfer
+    recv_cpu_per_byte: np.ndarray  # (devices, devices) float64
+    any_recv: bool           # some link charges receive CPU (receive tasks: loop.run only)
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +125,9 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         latency=links.latency_s, num_channels=links.num_channels,
         capacity=np.array([d.memory_bytes for d in cluster.devices], np.int64),
         eager=_eager_channels(links.channel, lanes, links.num_channels),
-        any_temp=bool(problem.costs.temp_bytes.any()))
+        any_temp=bool(problem.costs.temp_bytes.any()),
+        recv_cpu=links.recv_cpu_s, recv_cpu_per_byte=links.recv_cpu_s_per_byte,
+        any_recv=bool(links.recv_cpu_s.any() or links.recv_cpu_s_per_byte.any()))
 
 
 def _eager_channels(channel: np.ndarray, lanes: np.ndarray, channels: int) -> np.ndarray:

@@ -37,7 +37,7 @@ def _one(a, devs, col, b, w, shift, step, busy, peak, oom, nxs, eager):
     """Row b of a batch: runs (``loop.run_eager`` where it holds, else ``loop.plan`` and
     ``loop.run``), sweeps memory. Returns whether every op ran."""
     done = -1
-    if eager:
+    if eager and not a.any_recv:  # receive tasks go through the heap: loop.run
         loop.place(a, devs, col, b, w)
         done, nx = loop.run_eager(a, w, shift, busy[b])
     if done < 0:
@@ -107,7 +107,7 @@ class FastSimulator:
         # heap keys: key << shift | op or transfer in an int64 (gplace.sim.loop)
         edges = a.cons_op.shape[0]
         self._shift = max(1, int(max(edges, a.num_ops)).bit_length())
-        top_key = a.num_ops + a.out_bytes.shape[0] * a.num_devices
+        top_key = a.num_ops + a.out_bytes.shape[0] * a.num_devices * (2 if a.any_recv else 1)
         if top_key << self._shift >= 1 << 62:
             raise ValueError(f"the fast simulator's heap keys need {top_key} << {self._shift} "
                              f"< 2^62: the graph is too large ({a.num_ops} ops, {edges} edges)")

@@ -42,7 +42,8 @@ class Work(NamedTuple):
     end: np.ndarray        # (ops,)
     lane_free: np.ndarray  # (lanes,)
     chan_free: np.ndarray  # (channels,)
-    heap: np.ndarray       # (2 * (ops + edges + 1),) int64 (time bits, key) pairs
+    heap: np.ndarray       # (2 * (ops + 2 * edges + 1),) int64 (time bits, key) pairs: ops,
+    #                        transfers and receive tasks
     xptr: np.ndarray       # (outputs + 1,) uint32: output -> its transfers
     xd: np.ndarray         # (edges,) uint32: transfer -> receiving device
     xj: np.ndarray         # (edges,) uint32: transfer -> output
@@ -50,6 +51,7 @@ class Work(NamedTuple):
     xch: np.ndarray        # (edges,) int32: its channel
     xdur: np.ndarray       # (edges,) bytes / bandwidth
     xlat: np.ndarray       # (edges,) link latency
+    xrc: np.ndarray        # (edges,) receive CPU at the receiver (0: none, no receive task)
     xs: np.ndarray         # (edges,) the link starts carrying it
     xf: np.ndarray         # (edges,) the link is free again
     xa: np.ndarray         # (edges,) usable at the receiver
@@ -74,10 +76,10 @@ def new_work(a):
     u = np.uint32
     return Work(np.zeros(n, u), np.zeros(n, f), np.zeros(n, f), np.zeros(n, i), np.zeros(n, f),
                 np.zeros(n, f), np.zeros(a.lane_ptr[nd], f), np.zeros(a.num_channels, f),
-                np.zeros(2 * (n + ne + 1), np.int64),
+                np.zeros(2 * (n + 2 * ne + 1), np.int64),
                 np.zeros(n_out + 1, u), np.zeros(x, u),
                 np.zeros(x, u), np.zeros(x, np.int64), np.zeros(x, i), np.zeros(x, f),
-                np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
+                np.zeros(x, f), np.zeros(x, f), np.zeros(ne + 1, f), np.zeros(ne + 1, f),
                 np.zeros(ne + 1, f), np.zeros(ne + 1, i), np.zeros(ne + 1, u), np.zeros(nd, u),
                 np.zeros(2 * a.num_channels, np.int64), np.zeros(nd, f), np.zeros(nd, i),
                 np.zeros(nd, np.int64), new_sweep(m, n_out + ne + 1, nd))
@@ -111,6 +113,7 @@ def plan(a, devs, col, b, w, shift):
     n, nd = a.num_ops, a.num_devices
     dev, seen, xat, copy = w.dev, w.seen, w.xat, w.copy
     xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
+    xrc, recv_cpu, recv_cpu_per_byte = w.xrc, a.recv_cpu, a.recv_cpu_per_byte
     out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                       a.out_key, a.out_bytes)
     channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
@@ -132,6 +135,7 @@ def plan(a, devs, col, b, w, shift):
                     xkey[nx] = (np.int64(n + out_key[j] * nd + dc) << shift) | nx
                     xdur[nx] = out_bytes[j] / bandwidth[src, dc]
                     xlat[nx] = latency[src, dc]
+                    xrc[nx] = recv_cpu[src, dc] + recv_cpu_per_byte[src, dc] * out_bytes[j]
                     nx += 1
                 copy[e] = n_out + xat[dc]
     xptr[out_bytes.shape[0]] = nx
@@ -182,10 +186,11 @@ def run(a, w, shift, busy):
     dev, ready, pending, start, end, h = w.dev, w.ready, w.pending, w.start, w.end, w.heap
     lane_free, chan_free, dur = w.lane_free, w.chan_free, w.dur
     xptr, xd, xj, xch, xkey, xdur, xlat = w.xptr, w.xd, w.xj, w.xch, w.xkey, w.xdur, w.xlat
-    xs, xf, xa, order = w.xs, w.xf, w.xa, w.order
+    xs, xf, xa, order, xrc = w.xs, w.xf, w.xa, w.order, w.xrc
     out_ptr, cons_ptr, cons_op, lane_ptr = a.out_ptr, a.cons_ptr, a.cons_op, a.lane_ptr
     ctrl_ptr, ctrl_op, latency, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.sources
     mask = (np.int64(1) << shift) - 1
+    recv_base = np.int64(n + a.out_bytes.shape[0] * a.num_devices)  # receive tasks' keys
     lane_free[:] = 0.0
     chan_free[:] = 0.0
     busy[:] = 0.0
@@ -233,6 +238,20 @@ def run(a, w, shift, busy):
                 if _ready(c, ta, ready, pending):
                     tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
+        elif (packed >> shift) >= recv_base:  # a receive task (see plan's keys)
+            x = np.uint32(packed & mask)
+            j, dd = xj[x], xd[x]
+            lane = lane_ptr[dd]
+            for s in range(lane + np.uint32(1), lane_ptr[dd + 1]):
+                if lane_free[s] < lane_free[lane]:
+                    lane = s
+            usable = max(t, lane_free[lane]) + xrc[x]
+            lane_free[lane] = usable
+            for e in range(cons_ptr[j], cons_ptr[j + 1]):
+                c = cons_op[e]
+                if dev[c] == dd and _ready(c, usable, ready, pending):
+                    tb, tk = _task(c, ready)
+                    size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
         else:
             x = np.uint32(packed & mask)
             j, dd, ch = xj[x], xd[x], xch[x]
@@ -242,6 +261,10 @@ def run(a, w, shift, busy):
             arrive = finish + xlat[x]
             xs[x], xf[x], xa[x], order[sent] = begin, finish, arrive, x
             sent += 1
+            if xrc[x] > 0.0:  # its receive task: key recv_base + (transfer's key - ops)
+                rk = ((xkey[x] >> shift) - n + recv_base) << shift | x
+                size, has, qt, qk = _queue(h, size, has, qt, qk, bits(arrive), rk)
+                continue
             for e in range(cons_ptr[j], cons_ptr[j + 1]):
                 c = cons_op[e]
                 if dev[c] == dd and _ready(c, arrive, ready, pending):

@@ -13,6 +13,12 @@ Semantics (DESIGN.md, "Simulator"); :mod:`gplace.sim.fast` must give the same fl
   the transfer is ready when the op ends. Taking a transfer: its channel (one per ordered pair,
   or a shared bus, see :mod:`gplace.cluster`) carries it from max(ready, channel free) for
   bytes / bandwidth, FIFO by ready time; it arrives ``latency`` after that.
+* Where the link charges the receiver CPU (``Link.recv_cpu_s``, ``recv_cpu_s_per_byte``), an
+  arrived transfer is then a receive task, ready at its arrival, with key
+  ``ops + outputs * devices + j * devices + d``: it takes the receiving device's lane that frees
+  first, as an op does, for ``recv_cpu_s + recv_cpu_s_per_byte * bytes``, and the tensor is
+  usable when it ends (its memory is held from the arrival). With no receive cost the arrival
+  readies the consumers directly.
 * A data input is available at the producer's end (same device) or at the transfer's arrival;
   a control input at the producer's end, plus the link latency across devices (no bytes, no
   channel). An op is ready when its last input is available.
@@ -46,6 +52,8 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
     links = cluster.link_table()
     rank = {int(op): r for r, op in enumerate(g.topo_order())}
     out_owner = np.repeat(np.arange(n), np.diff(g.out_ptr))
+    n_out = int(g.out_ptr[-1]) if n else 0
+    recv_base = n + n_out * nd  # receive tasks' keys start here
 
     # consumers[j] = ops reading output j over forward data edges (one entry per edge)
     consumers: dict[int, list[int]] = {}
@@ -86,11 +94,7 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
         if key < n:  # an op
             o = op_of_rank[key]
             d = dev[o]
-            lanes = lane_free[d]
-            lane = lanes.index(min(lanes))
-            start[o] = max(t, lanes[lane])
-            end[o] = start[o] + cost[o, d]
-            lanes[lane] = end[o]
+            start[o], end[o] = _take_lane(lane_free[d], t, cost[o, d])
             busy[d] += cost[o, d]
             done += 1
             for j in range(int(g.out_ptr[o]), int(g.out_ptr[o + 1])):
@@ -102,6 +106,14 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
                         heapq.heappush(heap, (end[o], n + j * nd + dev[c]))
             for c in ctrl_succ.get(o, []):
                 input_available(c, end[o] if dev[c] == d else end[o] + links.latency_s[d, dev[c]])
+        elif key >= recv_base:  # the receipt of output j on device dd
+            j, dd = divmod(key - recv_base, nd)
+            src = dev[int(out_owner[j])]
+            _, usable = _take_lane(lane_free[dd], t, links.recv_cpu_s[src, dd]
+                                   + links.recv_cpu_s_per_byte[src, dd] * g.out_bytes[j])
+            for c in consumers[j]:
+                if dev[c] == dd:
+                    input_available(c, usable)
         else:  # a transfer of output j to device dd
             j, dd = divmod(key - n, nd)
             src = dev[int(out_owner[j])]
@@ -111,6 +123,9 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
             channel_free[ch] = finish
             arrive = finish + links.latency_s[src, dd]
             transfers.append((j, src, dd, begin, finish, arrive, int(g.out_bytes[j])))
+            if links.recv_cpu_s[src, dd] > 0 or links.recv_cpu_s_per_byte[src, dd] > 0:
+                heapq.heappush(heap, (arrive, recv_base + j * nd + dd))
+                continue
             for c in consumers[j]:
                 if dev[c] == dd:
                     input_available(c, arrive)
@@ -124,6 +139,15 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
         oom=bool((peak > capacity).any()), op_device=np.array(dev, np.int64),
         op_start_s=np.array(start), op_end_s=np.array(end),
         transfers=Transfers(*(np.array(c, dtype=t) for c, t in zip(cols, [np.int64] * 3 + [np.float64] * 3 + [np.int64]))))
+
+
+def _take_lane(lanes: list[float], t: float, duration: float) -> tuple[float, float]:
+    """Runs work of ``duration`` ready at t on the lane that frees first (lowest on ties);
+    returns its (start, end)."""
+    lane = lanes.index(min(lanes))
+    start = max(t, lanes[lane])
+    lanes[lane] = start + duration
+    return start, lanes[lane]
 
 
 def _peak_memory(problem: PlacementProblem, dev: list[int], start: list[float], end: list[float],

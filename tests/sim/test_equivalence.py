@@ -44,18 +44,25 @@ def _assert_same(a, b):
         np.testing.assert_array_equal(x, y)
 
 
+def _check_both_ways(prob, placement):
+    """The fast simulator, one placement with its schedule and in a batch, against the
+    reference; returns the reference's result."""
+    ref = simulate_reference(prob, placement)
+    fast = FastSimulator(prob)
+    _assert_same(ref, fast.run(placement))
+    batch = fast.run_batch(np.stack([placement, np.zeros_like(placement)]))
+    assert batch.step_time_s[0] == ref.step_time_s
+    np.testing.assert_array_equal(batch.peak_bytes[0], ref.peak_bytes)
+    assert batch.num_transfers[0] == ref.transfers.output.shape[0]
+    assert batch.step_time_s[1] == simulate_reference(prob, np.zeros_like(placement)).step_time_s
+    return ref
+
+
 def test_fast_equals_reference_on_random_dags():
     checked = 0
     for seed in SEEDS:
         prob, placement = _case(seed)
-        ref = simulate_reference(prob, placement)
-        fast = FastSimulator(prob)
-        _assert_same(ref, fast.run(placement))
-        batch = fast.run_batch(np.stack([placement, np.zeros_like(placement)]))
-        assert batch.step_time_s[0] == ref.step_time_s
-        np.testing.assert_array_equal(batch.peak_bytes[0], ref.peak_bytes)
-        assert batch.num_transfers[0] == ref.transfers.output.shape[0]
-        assert batch.step_time_s[1] == simulate_reference(prob, np.zeros_like(placement)).step_time_s
+        _check_both_ways(prob, placement)
         checked += 1
     assert checked >= 200
 
@@ -90,3 +97,30 @@ def test_fast_equals_reference_on_imported_graph(name, testdata_dir=None):
     for _ in range(3):
         placement = rng.integers(0, prob.num_devices, prob.num_units)
         _assert_same(simulate_reference(prob, placement), FastSimulator(prob).run(placement))
+
+
+def _with_receive_cpu(prob: PlacementProblem, seed: int) -> PlacementProblem:
+    """``prob`` on its cluster with receive CPU on every link (powers of two, so that lane
+    times tie often), none on one link in three: receive tasks mixed with plain arrivals."""
+    import dataclasses
+    rng = np.random.default_rng(seed)
+
+    def charged(link):
+        if rng.random() < 1 / 3:
+            return link
+        return dataclasses.replace(link, recv_cpu_s=float(2.0 ** -rng.integers(12, 18)),
+                                   recv_cpu_s_per_byte=float(2.0 ** -rng.integers(30, 36)))
+    cl = prob.cluster
+    cl = dataclasses.replace(cl, links=tuple(charged(l) for l in cl.links),
+                             default_link=charged(cl.default_link))
+    return dataclasses.replace(prob, cluster=cl)
+
+
+def test_fast_equals_reference_with_receive_cpu():
+    receipts = 0
+    for seed in range(120):
+        prob, placement = _case(seed)
+        prob = _with_receive_cpu(prob, seed)
+        ref = _check_both_ways(prob, placement)
+        receipts += ref.transfers.output.shape[0] > 0 and prob.cluster.link_table().recv_cpu_s.any()
+    assert receipts > 30

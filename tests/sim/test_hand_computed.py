@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from gplace.cluster import Cluster
 from gplace.graph import OpGraph
 from gplace.sim import FastSimulator, lower_bound, simulate_reference
 
@@ -122,3 +123,20 @@ def test_batch_rows_match_single_runs():
     batch = FastSimulator(prob).run_batch(placements)
     assert batch.step_time_s.tolist() == [9.0, 7.0, 7.0]
     assert batch.num_transfers.tolist() == [2, 0, 0]
+
+
+def test_receive_cpu_takes_the_receiving_lane():
+    # a (dev0) sends 1e9 B to b (dev1) at 1e9 B/s, latency 0.5: link [1,2], arrives 2.5.
+    # c (dev1, no inputs) holds dev1's lane [0,3]. Receiving costs 0.25 s + 0.25 ns/B = 0.5 s
+    # of dev1's lane: [3,3.5]; b [3.5,4.5]. Without the receive cost b would run [3,4].
+    from gplace.cluster import Link
+    g = OpGraph.from_lists([0] * 3, [10**9, 0, 0], [(0, 1)])
+    plain = cluster(device("x"), device("y"), latency=0.5)
+    charged = Cluster("test", plain.devices, (), Link((), 1e9, 0.5, recv_cpu_s=0.25,
+                                                      recv_cpu_s_per_byte=0.25e-9))
+    r = both(problem(g, charged, [1.0, 1.0, 3.0]), [0, 1, 1])
+    np.testing.assert_array_equal(r.op_start_s, [0.0, 3.5, 0.0])
+    assert r.step_time_s == 4.5
+    np.testing.assert_array_equal(r.transfers.arrive_s, [2.5])
+    assert r.busy_s.tolist() == [1.0, 4.0]  # ops only; the receipt is not an op
+    assert both(problem(g, plain, [1.0, 1.0, 3.0]), [0, 1, 1]).step_time_s == 4.0
