@@ -1,6 +1,7 @@
 """Real measurement: placements run in TensorFlow on real devices (issue 5).
 
-* :class:`RealMeasurer` (measurer.py): the Measurer protocol, by running the step;
+* :class:`RealMeasurer` (measurer.py): the Measurer protocol, by running the step; its loop
+  over one chunk of a batch is batch.py (sessions reopened after TF's retryable errors);
 * :class:`ProtocolConfig` (protocol.py): how a step time is taken (interleaved rounds, a low
   quantile and its interval, early stop, time cap), :mod:`load` (load.py): how loaded the
   machine was meanwhile;

@@ -18,10 +18,13 @@ other work took a noticeable share of the CPU.
 Never a crash: a placement whose simulated peak memory exceeds a device's ``memory_bytes`` is
 refused before it runs (TF's CPU allocator has no hard limit to hit); a TF error
 (ResourceExhausted, device or runtime errors), a hang past ``timeout_s`` and a server process
-that dies each make that placement infeasible with the reason in ``last_results``. The graph
-runs in a child process (:mod:`gplace.real.runner`) so a hang costs only that child, which is
-killed with its process group; dead or hung servers are restarted and the other placements'
-sessions reopened.
+that dies each make that placement infeasible with the reason in ``last_results``; TF's
+retryable errors (Aborted, Unavailable: :data:`gplace.real.batch.RETRYABLE`) first close and
+reopen the session that raised one, up to ``RealConfig.retries`` times, and the protocol goes
+on. The graph runs in a child process (:mod:`gplace.real.runner`) so a hang costs only that
+child, which is killed with its process group; dead or hung servers are restarted and the
+other placements' sessions reopened. The protocol's loop over one chunk of a batch is
+:class:`gplace.real.batch.Batch`.
 """
 
 from __future__ import annotations
@@ -30,18 +33,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
-from gplace.cluster import interchangeable, mirror
 from gplace.errors import ConfigError
 from gplace.measure import Measurement
 from gplace.problem import PlacementProblem
+from gplace.real.batch import Batch, RealResult, failed_result
 from gplace.real.child import RunnerChild
 from gplace.real.load import LoadFigures, LoadProbe
 from gplace.real.procs import JOB, LocalProcs, RemoteTasks
-from gplace.real.protocol import ProtocolConfig, estimate, interval, tight, visit_order
+from gplace.real.protocol import ProtocolConfig
 from gplace.real.safety import check_safe
 
 
@@ -60,30 +63,13 @@ class RealConfig:
     max_open_bytes: int = 4 << 30  # and at most this much of variables (weights and slots)
                                 # held on the servers by the open sessions together
     verbose: bool = True        # log each placement's step time with its interval
+    retries: int = 1            # reopens of a session per batch after a RETRYABLE error (in
+                                # the 2-hour calibration one session raised AbortedError once
+                                # and its placement dropped out: calibration/RESULTS.md)
 
-
-class RealResult(NamedTuple):
-    step_time_s: float          # the protocol's estimate (a low quantile); inf if infeasible
-    feasible: bool
-    times_s: tuple[float, ...]  # every timed step, in the order they ran
-    loss: float | None          # fetch value of the first step after initialization
-    reason: str                 # "" when feasible
-    low_s: float = float("nan")   # confidence interval of step_time_s (ProtocolConfig)
-    high_s: float = float("nan")
-    tight: bool = False         # the interval reached the protocol's width
-
-    @property
-    def spread_s(self) -> float:
-        """Half the width of the confidence interval (the "+-" of the step time)."""
-        return (self.high_s - self.low_s) / 2
-
-    def describe(self) -> str:
-        """'12.31 ms (90% interval 11.92-12.80 ms, 15 steps)' or the reason it failed."""
-        if not self.feasible:
-            return f"infeasible: {self.reason}"
-        note = "" if self.tight else ", not tight"
-        return (f"{self.step_time_s * 1e3:.2f} ms (interval {self.low_s * 1e3:.2f}-"
-                f"{self.high_s * 1e3:.2f} ms, {len(self.times_s)} steps{note})")
+    def __post_init__(self):
+        if self.retries < 0:
+            raise ConfigError(f"retries = {self.retries} must be >= 0")
 
 
 def worker_tasks(problem: PlacementProblem) -> int:
@@ -154,13 +140,13 @@ class RealMeasurer:
             for b in range(len(placements)):
                 reason = self._memory_reason(peak[b])
                 if reason:
-                    results[b] = _failed(reason)
+                    results[b] = failed_result(reason)
         todo = [b for b in range(len(placements)) if results[b] is None]
         start, probe = time.monotonic(), LoadProbe()
         step = self.open_at_once()
         for k in range(0, len(todo), step):
             chunk = todo[k: k + step]
-            for b, r in zip(chunk, _Batch(self, op_device[chunk], probe).run()):
+            for b, r in zip(chunk, Batch(self, op_device[chunk], probe, chunk).run()):
                 results[b] = r
         self.last_results, self.last_wall_s = results, time.monotonic() - start
         self.last_load = probe.stop() if todo else None
@@ -261,114 +247,6 @@ class RealMeasurer:
     def restart_tasks(self) -> None:
         if isinstance(self.tasks, LocalProcs):
             self.tasks.start()
-
-
-class _Batch:
-    """Placements measured by the protocol (gplace.real.protocol), each in ``sessions``
-    sessions of the measurer's runner child (session s runs its s-th mirror); a lost child
-    (hang, crash, dead server) fails the placement it was running, and the others' sessions
-    are reopened in a new child."""
-
-    def __init__(self, real: RealMeasurer, op_device: np.ndarray, probe: LoadProbe):
-        self.real, self.op_device, self.probe = real, op_device, probe
-        self.cfg = real.config.protocol
-        n, k = len(op_device), self.cfg.sessions
-        self.ids = [list(range(real.next_id + i * k, real.next_id + (i + 1) * k))
-                    for i in range(n)]  # the child's session ids of each placement
-        real.next_id += n * k
-        classes = interchangeable(real.problem.cluster)
-        self.mirrors = [mirror(classes, s) for s in range(k)]  # device permutation per session
-        self.times: list[list[float]] = [[] for _ in range(n)]
-        self.visits = [0] * n
-        self.loss: list[float | None] = [None] * n
-        self.failed = [""] * n
-        self.opened: dict[int, list[int]] = {}  # placement -> its open session ids
-
-    def run(self) -> list[RealResult]:
-        cfg, n = self.cfg, len(self.op_device)
-        cap = time.monotonic() + cfg.max_s_per_placement * n
-        try:
-            for i in range(n):
-                self._open(i)
-            active, r = [i for i in range(n) if not self.failed[i]], 0
-            while active and (r == 0 or time.monotonic() < cap):  # one visit each at least
-                for i in visit_order(active, r):
-                    k = min(cfg.steps_per_visit, cfg.max_steps - len(self.times[i]))
-                    if not self.failed[i] and (r == 0 or time.monotonic() < cap):
-                        self._visit(i, k)
-                active = [i for i in active if not self.failed[i] and not tight(
-                    self.times[i], cfg) and len(self.times[i]) < cfg.max_steps]
-                r += 1
-        finally:
-            self._close_all()
-        return [self._result(i) for i in range(n)]
-
-    def _result(self, i: int) -> RealResult:
-        if self.failed[i]:
-            return _failed(self.failed[i])
-        t = tuple(self.times[i])
-        lo, hi = interval(t, self.cfg)
-        return RealResult(estimate(t, self.cfg), True, t, self.loss[i], "", lo, hi,
-                          tight(t, self.cfg))
-
-    def _open(self, i: int) -> None:
-        """Opens placement i's sessions, session s on its s-th mirror; loss of the first."""
-        self.opened[i] = []
-        for sid, perm in zip(self.ids[i], self.mirrors):
-            reply = self._call(i, {"open": sid, "devices": perm[self.op_device[i]].tolist()})
-            if reply is None:
-                return
-            self.opened.setdefault(i, []).append(sid)  # (_lose may have emptied opened)
-            self.loss[i] = reply["loss"] if self.loss[i] is None else self.loss[i]
-
-    def _visit(self, i: int, steps: int) -> None:
-        if len(self.opened.get(i, ())) < len(self.ids[i]):  # its sessions went with a lost child
-            self._open(i)
-            if self.failed[i]:
-                return
-        sid = self.ids[i][self.visits[i] % len(self.ids[i])]
-        self.visits[i] += 1
-        reply = self._call(i, {"run": sid, "warmup": self.cfg.warmup_per_visit, "steps": steps})
-        if reply is not None:
-            self.times[i] += reply["times"]
-
-    def _close_all(self) -> None:
-        """Frees this batch's sessions on the servers; the child lives on for the next."""
-        for sid in sorted(s for ids in self.opened.values() for s in ids):
-            if self.real.child is None:
-                break
-            reply = self.real.child.call({"close": sid}, self.real.config.timeout_s)
-            if not isinstance(reply, dict):
-                self._lose()
-        self.opened = {}
-
-    def _call(self, i: int, command: dict) -> dict | None:
-        """The reply to ``command`` for placement i, or None after recording why it failed."""
-        real = self.real
-        reply = real.runner(self.probe).call(command, real.config.timeout_s)
-        if isinstance(reply, dict) and reply.get("ok"):
-            return reply
-        if isinstance(reply, dict):  # TF said no: the placement fails, the child lives on
-            dead = real.dead_suffix()
-            self.failed[i] = reply.get("error", "runner sent no error") + dead
-            if dead:  # the cluster is gone: this child's sessions are useless
-                self._lose()
-        elif reply is None:  # a hang or a dead server (TF would wait for it until the deadline)
-            self.failed[i] = real.dead_reason() or f"timed out after {real.config.timeout_s:g} s"
-            self._lose()
-            real.restart_tasks()
-        else:  # the runner died
-            self.failed[i] = real.child.exit_reason() + real.dead_suffix()
-            self._lose()
-        return None
-
-    def _lose(self) -> None:
-        self.real.drop_child(self.probe)
-        self.opened = {}
-
-
-def _failed(reason: str) -> RealResult:
-    return RealResult(float("inf"), False, (), None, reason)
 
 
 def _read_graph_def(source):

@@ -14,12 +14,14 @@ Then it serves one JSON command per line, in the order the parent's protocol
     {"run": i, "warmup": w, "steps": k} -> {"i", "ok", "times"}  w untimed, k timed steps
     {"close": i}                       -> {"i", "ok"}
 
-or ``{"i", "ok": false, "error"}``. Sessions stay open between commands, so interleaving the
-placements costs no re-import, and the child serves one measurer for its whole life (TF is
-imported once); each session has its own variables (``isolate_session_state``). A crash,
-a hang or a dead server is the parent's to notice; this process only reports what TensorFlow
-says. It asks the kernel to kill it when its parent dies, as the TF servers do
-(:func:`gplace.real.procs.die_with_parent`), so a SIGKILLed ``gplace`` leaves no runner.
+or ``{"i", "ok": false, "error", "error_type"}`` (``error_type``: the exception's class name,
+e.g. ``AbortedError``, which the parent may retry in a new session). Sessions stay open
+between commands, so interleaving the placements costs no re-import, and the child serves one
+measurer for its whole life (TF is imported once); each session has its own variables
+(``isolate_session_state``). A crash, a hang or a dead server is the parent's to notice;
+this process only reports what TensorFlow says. It asks the kernel to kill it when its
+parent dies, as the TF servers do (:func:`gplace.real.procs.die_with_parent`), so a SIGKILLed
+``gplace`` leaves no runner.
 
 Opening a placement: NodeDef.device written into a copy of the GraphDef, variables initialized
 as the profiler does (``gplace.profiler.import_with_initializer``), one step fetching the loss
@@ -119,9 +121,9 @@ def serve(tf, graph_def, job: dict, placements, commands) -> None:
                         placed.session.close()
                     record = {"ok": True}
             except tf.errors.OpError as e:
-                record = {"ok": False, "error": f"{type(e).__name__}: {_tf_message(e.message)}"}
+                record = _error(e, _tf_message(e.message))
             except Exception as e:  # noqa: BLE001 - reported to the parent, not swallowed
-                record = {"ok": False, "error": f"{type(e).__name__}: {_first_line(str(e))}"}
+                record = _error(e, _first_line(str(e)))
             print(json.dumps({"i": i, **record}), flush=True)
     finally:
         for placed in open_.values():
@@ -147,6 +149,12 @@ def main(argv: list[str]) -> int:
     print(json.dumps({"ready": True}), flush=True)
     serve(tf, graph_def, job, placements, (l.decode() for l in sys.stdin.buffer))
     return 0
+
+
+def _error(e: BaseException, message: str) -> dict:
+    """A failed command's reply; the parent decides by ``error_type`` whether to retry."""
+    kind = type(e).__name__
+    return {"ok": False, "error": f"{kind}: {message}", "error_type": kind}
 
 
 def _tf_message(text: str) -> str:

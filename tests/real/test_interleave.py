@@ -1,5 +1,6 @@
 """RealMeasurer's protocol loop against a fake runner child (no TensorFlow, no processes): the
-order of visits, warm-up per visit, early stopping, the time cap, and a lost child."""
+order of visits, warm-up per visit, early stopping, the time cap, a lost child, and sessions
+reopened after a retryable TF error."""
 
 import numpy as np
 import pytest
@@ -24,13 +25,15 @@ class FakeGraphDef:
 
 class FakeChild:
     """Answers like gplace.real.runner; step times per placement from ``speeds``; placement
-    ``dies_on`` kills the child on its first run."""
+    ``dies_on`` kills the child on its first run; ``errors[(verb, i)]`` lists the TF errors
+    that session i's next "open" / "run" commands raise, one each ("always": every time)."""
     log: list = []
     speeds = {0: 1.0, 1: 2.0, 2: 3.0}
     noisy: set = set()
     dies_on = None
     started = 0
     device_cost: tuple | None = None  # per device: step time of an op there, overrides speeds
+    errors: dict = {}
 
     def __init__(self, job, graph_bytes, op_device, start_timeout_s, abort):
         FakeChild.started += 1
@@ -42,7 +45,13 @@ class FakeChild:
         FakeChild.log.append(cmd)
         i = cmd.get("open", cmd.get("run", cmd.get("close")))
         if "close" in cmd:
+            self.devices.pop(i, None)
             return {"i": i, "ok": True}
+        error = FakeChild.raised(cmd, i)
+        if error:
+            return {"i": i, "ok": False, "error_type": error,
+                    "error": f"{error}: From /job:worker/replica:0/task:1: RecvTensor expects "
+                             f"a different device incarnation"}
         if "run" in cmd and i == FakeChild.dies_on:
             FakeChild.dies_on = None
             return ""
@@ -56,6 +65,14 @@ class FakeChild:
         return {"i": i, "ok": True,
                 "times": list(base * (1 + spread * self.rng.random(cmd["steps"])))}
 
+    @staticmethod
+    def raised(cmd, i):
+        """The error type session i's command raises now, or None."""
+        queue = FakeChild.errors.get(("open" if "open" in cmd else "run", i), [])
+        if queue == "always":
+            return "AbortedError"
+        return queue.pop(0) if queue else None
+
     def exit_reason(self):
         return "runner exited with code -9"
 
@@ -67,14 +84,14 @@ class FakeChild:
 def measurer(monkeypatch):
     monkeypatch.setattr("gplace.real.measurer.RunnerChild", FakeChild)
     FakeChild.log, FakeChild.noisy, FakeChild.dies_on, FakeChild.started = [], set(), None, 0
-    FakeChild.device_cost = None
+    FakeChild.device_cost, FakeChild.errors = None, {}
     graph = OpGraph.from_lists([1e6, 1e6, 1e6], [4, 4, 4], edges=[(0, 1), (1, 2)])
     problem = PlacementProblem.build(graph, load_cluster("local-procs"))
     lines = []
 
-    def make(**protocol):
+    def make(retries=1, **protocol):
         protocol.setdefault("sessions", 1)  # the loop's order with one session per placement
-        cfg = RealConfig(protocol=ProtocolConfig(**protocol))
+        cfg = RealConfig(protocol=ProtocolConfig(**protocol), retries=retries)
         m = RealMeasurer(problem, FakeGraphDef(), cfg, tasks=RemoteTasks(("127.0.0.1:1",)),
                          log=lines.append)
         m.lines = lines
@@ -178,3 +195,59 @@ def test_mirrored_sessions_cancel_a_device_slower_than_its_twin(measurer, sessio
     n = m.problem.num_units
     t = m.measure(np.array([[0] * n, [1] * n])).step_time_s
     assert t[0] / t[1] == pytest.approx(ratio, rel=0.01)  # all on w0 against all on w1
+
+
+def session_commands(log, sid):
+    """The verbs sent to session ``sid``, in order: 'open', 'run', 'close'."""
+    return [next(v for v in ("open", "run", "close") if v in c) for c in log
+            if c.get("open", c.get("run", c.get("close"))) == sid]
+
+
+@pytest.mark.parametrize("verb", ["open", "run"])
+def test_an_aborted_session_is_reopened_and_its_placement_still_counts(measurer, verb):
+    FakeChild.errors = {(verb, 3): ["AbortedError"]}  # placement 2's mirror session, once
+    m = measurer(min_steps=12, max_steps=12, steps_per_visit=3, sessions=2)
+    result = m.measure(placements(m.problem.num_units))
+    assert result.feasible.all(), m.last_reasons
+    assert [len(r.times_s) for r in m.last_results] == [12, 12, 12]  # the visit ran again
+    retry = [line for line in m.lines if "reopened" in line]
+    assert retry == ["placement 2 session 2: Aborted (From /job:worker/replica:0/task:1: "
+                     "RecvTensor expects a different device incarnation), reopened "
+                     "(retry 1 of 1)"]
+    verbs = session_commands(FakeChild.log, 3)
+    failed_at = 0 if verb == "open" else 1
+    assert verbs[failed_at: failed_at + 4] == (["open", "close", "open", "run"] if verb == "open"
+                                               else ["run", "close", "open", "run"])
+    opens = [c["devices"] for c in FakeChild.log if c.get("open") == 3]
+    assert len(opens) == 2 and opens[0] == opens[1]  # reopened on the same mirror
+
+
+def test_a_non_retryable_error_fails_the_placement_at_once(measurer):
+    FakeChild.errors = {("run", 3): ["InvalidArgumentError"]}
+    m = measurer(min_steps=12, max_steps=12, steps_per_visit=3, sessions=2)
+    result = m.measure(placements(m.problem.num_units))
+    assert list(result.feasible) == [True, False, True]
+    assert m.last_reasons[1] == ("InvalidArgumentError: From /job:worker/replica:0/task:1: "
+                                 "RecvTensor expects a different device incarnation")
+    assert session_commands(FakeChild.log, 3) == ["open", "run", "close"]  # no reopen
+    assert not any("reopened" in line for line in m.lines)
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_retries_are_bounded(measurer, retries):
+    FakeChild.errors = {("run", 3): "always"}
+    m = measurer(retries, min_steps=12, max_steps=12, steps_per_visit=3, sessions=2)
+    result = m.measure(placements(m.problem.num_units))
+    assert list(result.feasible) == [True, False, True]
+    assert session_commands(FakeChild.log, 3).count("open") == 1 + retries
+    assert sum("reopened" in line for line in m.lines) == retries
+    reason = m.last_reasons[1]
+    assert reason.startswith("AbortedError: From /job:worker/replica:0/task:1:")
+    assert reason.endswith("(session 2 failed again after 2 retries)" if retries else
+                           "incarnation")
+
+
+def test_negative_retries_are_refused():
+    from gplace.errors import ConfigError
+    with pytest.raises(ConfigError, match="retries = -1"):
+        RealConfig(retries=-1)

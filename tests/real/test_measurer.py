@@ -153,3 +153,31 @@ def test_interleaved_placements_keep_their_own_variables(procs):
     assert all(len(r.times_s) == 4 for r in m.last_results)
     assert m.last_load is not None and m.last_load.wall_s > 0
     assert child_pids() == before  # the runner child is gone
+
+
+def test_the_runner_names_the_error_type_the_measurer_retries(monkeypatch, capsys):
+    """A TF error's class goes back with its message: the parent retries by ``error_type``."""
+    import json
+    from gplace.real import runner
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+
+    class AbortingPlaced:
+        loss, session = 0.5, type("S", (), {"close": lambda self: None})()
+
+        def __init__(self, tf, graph_def, job, devices):
+            pass
+
+        def run(self, warmup, steps):
+            raise tf.errors.AbortedError(None, None, "From /job:worker/replica:0/task:1:\n"
+                                         "RecvTensor expects a different device incarnation")
+    monkeypatch.setattr(runner, "Placed", AbortingPlaced)
+    commands = ['{"open": 0, "devices": [0]}', '{"run": 0, "warmup": 1, "steps": 3}',
+                '{"run": 7, "warmup": 1, "steps": 3}']
+    runner.serve(tf, None, {"target": ""}, None, commands)
+    opened, aborted, missing = [json.loads(l) for l in capsys.readouterr().out.splitlines()]
+    assert opened == {"i": 0, "ok": True, "loss": 0.5}
+    assert aborted == {"i": 0, "ok": False, "error_type": "AbortedError",
+                       "error": "AbortedError: From /job:worker/replica:0/task:1: RecvTensor "
+                                "expects a different device incarnation"}
+    assert missing["error_type"] == "KeyError"  # not retryable
