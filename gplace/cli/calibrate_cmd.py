@@ -155,7 +155,7 @@ def run(args) -> int:
                               max_s_per_placement=args.cap, sessions=args.sessions)
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,
-                             transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,
+                             transfer_cpu_s_per_byte=args.transfer_cpu / 1e9,
                              transfer_cpu_at=args.transfer_cpu_at, repeats=args.repeats,
                              real=RealConfig(protocol=protocol, verbose=False,
                                              allow_unsafe=args.allow_unsafe))
@@ -174,7 +174,7 @@ def _resimulate(args, out: Path) -> int:
         raise ConfigError(f"--resimulate: {path} is not a calibration run ({e})") from None
     sources = [GraphSource(*resolve_graph(n, out)) for n in names]
     config = CalibrateConfig(max_units=args.units, step_overhead=not args.no_overhead,
-                             transfer_cpu_s_per_byte=args.transfer_cpu * 1e-9,
+                             transfer_cpu_s_per_byte=args.transfer_cpu / 1e9,
                              transfer_cpu_at=args.transfer_cpu_at)
     log = lambda s: print(f"gplace calibrate: {s}", file=sys.stderr, flush=True)  # noqa: E731
     report = resimulate(sources, out, args.cluster, config, log=log)
