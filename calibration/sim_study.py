@@ -50,8 +50,9 @@ def problems(run: dict, cpu_s_per_byte: float | None = None, latency_scale: floa
         graph = load_graph(HERE / "graphs" / f"{g['name']}.pb", name=g["name"])
         profile = scaled_profile(CostProfile.load(HERE / "profiles" /
                                                   f"{g['name']}.profile.json.gz"))
-        build = lambda c: PlacementProblem.build(graph, c, CostModel(profiles=[profile]),  # noqa: E731
-                                                 CoarsenConfig(cfg.max_units))
+        def build(c, graph=graph, profile=profile):
+            return PlacementProblem.build(graph, c, CostModel(profiles=[profile]),
+                                          CoarsenConfig(cfg.max_units))
         problem, measured = build(cluster), build(as_run)
         # the placements the run measured: made on its own simulator's problem (the heuristics
         # and "expert" consult the simulator)

@@ -579,7 +579,8 @@ def scatter_png(report: CalibrationReport, path: Path) -> None:
             lo, hi = min(lo, both.min()), max(hi, both.max())
     if hi > 0:
         ax.plot([lo * 0.8, hi * 1.2], [lo * 0.8, hi * 1.2], "k--", lw=0.8, label="y = x")
-    ax.set(xscale="log", yscale="log", xlabel="measured step time (ms, the protocol's trimmed mean)",
+    ax.set(xscale="log", yscale="log",
+           xlabel="measured step time (ms, the protocol's trimmed mean)",
            ylabel="simulated step time (ms)",
            title=f"{report.cluster}: tau {report.kendall_tau:.2f}, rho "
                  f"{report.spearman_rho:.2f}, median rel. err {report.median_rel_error:.0%}")
