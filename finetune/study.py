@@ -53,8 +53,6 @@ def _finetune_tag() -> str:
     text = repr(cfg)
     if not cfg.learn.dagger:  # the on-policy imitation term (added later) is off: the runs are
         text = re.sub(r", dagger=[^,]*, dagger_follow=[^,)]*", "", text)  # those cached before
-    if not cfg.anchor:  # likewise the KL anchor (finetune/attempts/v12_kl_anchor)
-        text = re.sub(r", anchor=[^,)]*", "", text)
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 

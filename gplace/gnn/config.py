@@ -65,7 +65,3 @@ class FinetuneConfig:
     policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
-    anchor: float = 0.0          # > 0: the loss adds anchor x KL(pi || pi_start) per decision
-                                 # of the sampled placements, pi_start the (tempered) network
-                                 # fine-tuning started from (learn.anchor_kl); under study
-                                 # (finetune/attempts/v12_kl_anchor), off by default

@@ -203,32 +203,10 @@ def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int)
     return -logp[keep].mean() if keep.any() else scores.s.sum() * 0.0
 
 
-def anchor_kl(scores: Scores, start: Scores, ro: Rollouts) -> torch.Tensor:
-    """Mean KL(pi || pi_start) over the decisions of ``ro`` that had a choice: how far the
-    policy's decision distributions moved from a frozen start's (``start``: its scores, no
-    gradient), at the states the rollouts reached.
-
-    The reverse KL (the expectation under the policy, as in KL-regularized RL): concentrating
-    on one of the start's likely devices costs at most -log pi_start(device), while moving mass
-    to devices the start thought unlikely costs much more. Fine-tuning may sharpen what the
-    start knew, and pays to contradict it. KL(pi_start || pi) would instead make every
-    sharpening expensive (it grows without bound as a device the start liked loses its mass),
-    and fine-tuning at temperature 0.25 has to commit to one placement."""
-    phi, mask = torch.as_tensor(ro.phi), torch.as_tensor(ro.mask)
-    logp = torch.log_softmax(decision_logits(scores, phi, mask), -1)
-    with torch.no_grad():
-        logq = torch.log_softmax(decision_logits(start, phi, mask), -1)
-    kl = (logp.exp() * (logp - logq)).sum(-1)                         # (K, units)
-    choice = mask.sum(-1) > 1
-    return kl[choice].mean() if choice.any() else kl.sum() * 0.0
-
-
 def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
-         cfg: LearnConfig, seed: int = 0, anchor: float = 0.0,
-         start: Scores | None = None) -> torch.Tensor:
+         cfg: LearnConfig, seed: int = 0) -> torch.Tensor:
     """The weighted-sum form of Post's objective on one problem (PPO term only with a batch;
-    the on-policy imitation term only with ``cfg.dagger``; with ``anchor`` and ``start``, the
-    start network's tempered scores, + anchor x anchor_kl over the batch's decisions)."""
+    the on-policy imitation term only with ``cfg.dagger``)."""
     scores = tempered(policy(state.features), cfg.temperature)
     total = cfg.ce_weight * elite_loss(scores, state) if cfg.ce_weight else scores.s.sum() * 0.0
     if cfg.dagger:
@@ -239,6 +217,4 @@ def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
         total = total + post.ppo_loss(logp, batch.old_logp, adv, cfg.clip)
         if cfg.entropy_coef:
             total = total - cfg.entropy_coef * masked_entropy(all_logp, batch.ro.mask)
-        if anchor and start is not None:
-            total = total + anchor * anchor_kl(scores, start, batch.ro)
     return total

@@ -68,10 +68,6 @@ class GNNPlacer:
             tracker.offer_free(state.elites[0].placement, state.best_time_s)
         zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
         start_time = state.best_time_s
-        anchor, start_scores = self.config.anchor, None
-        if anchor:  # the start network's scores: fixed for this problem (its features are)
-            with torch.no_grad():
-                start_scores = tempered(policy(state.features), cfg.temperature)
         opt = torch.optim.Adam(policy.param_groups(cfg.lr, cfg.w0_lr_scale))
         rng = np.random.default_rng(self.seed)
         rounds = 0
@@ -86,7 +82,7 @@ class GNNPlacer:
                 self._local_moves(policy, state, tracker, n_local, rng)
             for _ in range(cfg.ppo_epochs):
                 opt.zero_grad()
-                loss(policy, state, batch, cfg, anchor=anchor, start=start_scores).backward()
+                loss(policy, state, batch, cfg).backward()
                 opt.step()
             rounds += 1
             if progress:

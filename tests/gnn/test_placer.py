@@ -57,31 +57,3 @@ def test_zero_shot_measures_nothing_and_is_registered():
     get_placer("heft")  # imports every placer module
     assert REGISTRY["gnn"] is GNNPlacer
 
-
-
-def test_the_kl_anchor_holds_fine_tuning_near_its_start(monkeypatch):
-    """FinetuneConfig.anchor: 0 is the default run exactly; a large anchor keeps the
-    fine-tuned decision distributions closer to the start's; the budget is spent either way."""
-    import dataclasses
-    from gplace.gnn import learn
-    p, policy = setup(4, "hetero")
-    kls = {}
-    real_loss = learn.loss
-
-    def spy(pol, state, batch, cfg, seed=0, anchor=0.0, start=None):
-        if batch is not None:
-            with torch.no_grad():
-                ref = start if start is not None else learn.tempered(policy(state.features),
-                                                                     cfg.temperature)
-                kls.setdefault(anchor, []).append(float(learn.anchor_kl(
-                    learn.tempered(pol(state.features), cfg.temperature), ref, batch.ro)))
-        return real_loss(pol, state, batch, cfg, seed, anchor, start)
-
-    monkeypatch.setattr("gplace.gnn.placer.loss", spy)
-    runs = {a: GNNPlacer(seed=1, policy=policy, config=dataclasses.replace(
-        FinetuneConfig(), anchor=a)).place(p, SimMeasurer(p), 60) for a in (0.0, 50.0)}
-    monkeypatch.undo()
-    plain = GNNPlacer(seed=1, policy=policy).place(p, SimMeasurer(p), 60)
-    assert np.array_equal(runs[0.0].placement, plain.placement)
-    assert all(r.samples == 60 for r in runs.values())
-    assert kls[0.0][-1] > 0 and kls[50.0][-1] < 0.5 * kls[0.0][-1]
