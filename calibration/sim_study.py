@@ -34,7 +34,13 @@ from gplace.real.links import LinkFit, StepOverhead
 HERE = Path(__file__).resolve().parent
 
 
-def problems(run: dict, cpu_s_per_byte: float | None = None, latency_scale: float = 1.0):
+def _find(name: str, folders: list[Path]) -> Path:
+    """The first of ``folders``/name that exists."""
+    return next((f / name for f in folders if (f / name).is_file()), folders[-1] / name)
+
+
+def problems(run: dict, cpu_s_per_byte: float | None = None, latency_scale: float = 1.0,
+             folder: Path = HERE):
     """(graph's JSON, problem, placements, labels) of each graph of ``run``, with the link's
     latency scaled by ``latency_scale`` and its transfer CPU folded in as ``cpu_s_per_byte``
     (None: calibrate's default). Runs made before placements were deduplicated up to
@@ -47,9 +53,11 @@ def problems(run: dict, cpu_s_per_byte: float | None = None, latency_scale: floa
                                  cfg.transfer_cpu_s_per_byte if cpu_s_per_byte is None
                                  else cpu_s_per_byte)
     for g in run["graphs"]:
-        graph = load_graph(HERE / "graphs" / f"{g['name']}.pb", name=g["name"])
-        profile = scaled_profile(CostProfile.load(HERE / "profiles" /
-                                                  f"{g['name']}.profile.json.gz"))
+        graph = load_graph(_find(f"{g['name']}.pb", [folder / "graphs", HERE / "graphs",
+                                                     HERE.parent / "datasets" / "corpus"]),
+                           name=g["name"])
+        profile = scaled_profile(CostProfile.load(_find(f"{g['name']}.profile.json.gz", [
+            folder / "profiles", HERE / "profiles"])))
         def build(c, graph=graph, profile=profile):
             return PlacementProblem.build(graph, c, CostModel(profiles=[profile]),
                                           CoarsenConfig(cfg.max_units))
@@ -184,7 +192,7 @@ def main(paths: list[str]) -> None:
             cpu = next(v[3] for v in variants(latency) if v[0] == name)
             overhead = StepOverhead(**run["step_overhead"])
             if (path, cpb, scale) not in cache:
-                cache[path, cpb, scale] = list(problems(run, cpb, scale))
+                cache[path, cpb, scale] = list(problems(run, cpb, scale, Path(path).parent))
             taus, sims, meas = [], [], []
             for g, problem, placements, _ in cache[path, cpb, scale]:
                 m = np.array([np.nan if p["measured_s"] is None else p["measured_s"]
