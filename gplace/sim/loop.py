@@ -54,7 +54,8 @@ class Work(NamedTuple):
     xrc: np.ndarray        # (edges,) receive CPU at the receiver (0: none, no receive task)
     xs: np.ndarray         # (edges,) the link starts carrying it
     xf: np.ndarray         # (edges,) the link is free again
-    xa: np.ndarray         # (edges,) usable at the receiver
+    xa: np.ndarray         # (edges,) it arrives at the receiver (usable then, or after its
+    #                        receive task where xrc > 0)
     order: np.ndarray      # (edges,) int32: transfers in the order they were sent
     copy: np.ndarray       # (edges,) uint32: the copy an edge reads: its output j (the local
     #                        copy) or outputs + x (the copy transfer x brought) (memory.events)

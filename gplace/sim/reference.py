@@ -17,8 +17,9 @@ Semantics (DESIGN.md, "Simulator"); :mod:`gplace.sim.fast` must give the same fl
   arrived transfer is then a receive task, ready at its arrival, with key
   ``ops + outputs * devices + j * devices + d``: it takes the receiving device's lane that frees
   first, as an op does, for ``recv_cpu_s + recv_cpu_s_per_byte * bytes``, and the tensor is
-  usable when it ends (its memory is held from the arrival). With no receive cost the arrival
-  readies the consumers directly.
+  usable when it ends (its memory is held from the arrival). Where that time is 0 (no receive
+  cost, or a per-byte cost only and an empty tensor) the arrival readies the consumers
+  directly.
 * A data input is available at the producer's end (same device) or at the transfer's arrival;
   a control input at the producer's end, plus the link latency across devices (no bytes, no
   channel). An op is ready when its last input is available.
@@ -109,8 +110,7 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
         elif key >= recv_base:  # the receipt of output j on device dd
             j, dd = divmod(key - recv_base, nd)
             src = dev[int(out_owner[j])]
-            _, usable = _take_lane(lane_free[dd], t, links.recv_cpu_s[src, dd]
-                                   + links.recv_cpu_s_per_byte[src, dd] * g.out_bytes[j])
+            _, usable = _take_lane(lane_free[dd], t, _receive_s(links, src, dd, g.out_bytes[j]))
             for c in consumers[j]:
                 if dev[c] == dd:
                     input_available(c, usable)
@@ -123,7 +123,7 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
             channel_free[ch] = finish
             arrive = finish + links.latency_s[src, dd]
             transfers.append((j, src, dd, begin, finish, arrive, int(g.out_bytes[j])))
-            if links.recv_cpu_s[src, dd] > 0 or links.recv_cpu_s_per_byte[src, dd] > 0:
+            if _receive_s(links, src, dd, g.out_bytes[j]) > 0:  # a receive task, as fast's
                 heapq.heappush(heap, (arrive, recv_base + j * nd + dd))
                 continue
             for c in consumers[j]:
@@ -139,6 +139,12 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
         oom=bool((peak > capacity).any()), op_device=np.array(dev, np.int64),
         op_start_s=np.array(start), op_end_s=np.array(end),
         transfers=Transfers(*(np.array(c, dtype=t) for c, t in zip(cols, [np.int64] * 3 + [np.float64] * 3 + [np.int64]))))
+
+
+def _receive_s(links, src: int, dst: int, nbytes) -> float:
+    """CPU a transfer of ``nbytes`` takes on the receiver's lane (the fast simulator's
+    arithmetic: a receive task runs exactly when this is above 0)."""
+    return links.recv_cpu_s[src, dst] + links.recv_cpu_s_per_byte[src, dst] * nbytes
 
 
 def _take_lane(lanes: list[float], t: float, duration: float) -> tuple[float, float]:

@@ -1,5 +1,7 @@
 """fast == reference, bit for bit, on seeded random DAGs (alpa tests its new solver this way)."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -101,14 +103,15 @@ def test_fast_equals_reference_on_imported_graph(name, testdata_dir=None):
 
 def _with_receive_cpu(prob: PlacementProblem, seed: int) -> PlacementProblem:
     """``prob`` on its cluster with receive CPU on every link (powers of two, so that lane
-    times tie often), none on one link in three: receive tasks mixed with plain arrivals."""
-    import dataclasses
+    times tie often), none on one link in three and a per-byte part only on one in three of
+    the rest: receive tasks mixed with plain arrivals; a third of the outputs empty."""
     rng = np.random.default_rng(seed)
 
     def charged(link):
         if rng.random() < 1 / 3:
             return link
-        return dataclasses.replace(link, recv_cpu_s=float(2.0 ** -rng.integers(12, 18)),
+        fixed = 0.0 if rng.random() < 1 / 3 else float(2.0 ** -rng.integers(12, 18))
+        return dataclasses.replace(link, recv_cpu_s=fixed,  # 0: empty tensors cost nothing
                                    recv_cpu_s_per_byte=float(2.0 ** -rng.integers(30, 36)))
     cl = prob.cluster
     cl = dataclasses.replace(cl, links=tuple(charged(l) for l in cl.links),
@@ -121,6 +124,11 @@ def test_fast_equals_reference_with_receive_cpu():
     for seed in range(120):
         prob, placement = _case(seed)
         prob = _with_receive_cpu(prob, seed)
+        if seed % 2:  # empty tensors: a per-byte receive cost of 0 s runs no receive task
+            g = prob.graph
+            empty = np.random.default_rng(seed).random(g.out_bytes.shape) < 1 / 3
+            g = dataclasses.replace(g, out_bytes=np.where(empty, 0, g.out_bytes))
+            prob = dataclasses.replace(prob, graph=g)
         ref = _check_both_ways(prob, placement)
         receipts += ref.transfers.output.shape[0] > 0 and prob.cluster.link_table().recv_cpu_s.any()
     assert receipts > 30
