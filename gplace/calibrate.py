@@ -299,6 +299,9 @@ def calibrated_cluster(cluster: Cluster, link: LinkFit, cpu_s_per_byte: float = 
     and the CPU a transfer costs (CalibrateConfig.transfer_cpu_at): at "link", its bandwidth
     lowered by ``cpu_s_per_byte``; at "receiver", the receiving lane charged the link's latency
     plus ``cpu_s_per_byte`` per byte."""
+    if not 0 <= cpu_s_per_byte < float("inf") or not 0 <= link.latency_s < float("inf"):
+        raise ConfigError(f"transfer CPU {cpu_s_per_byte} s/B and latency {link.latency_s} s: "
+                          "both must be finite and >= 0")
     if at == "link":
         bandwidth = 1.0 / (1.0 / link.bandwidth + cpu_s_per_byte)
         return dataclasses.replace(cluster, links=(),
@@ -475,10 +478,15 @@ def resimulate(sources: list[GraphSource], out_dir: str | Path,
     by_name = {s.name: s for s in sources}
     graphs = []
     for record in run["graphs"]:
-        if record["name"] not in by_name:
-            raise ConfigError(f"{path}: graph {record['name']!r} has no source to load")
-        graphs.append(_resimulated_graph(by_name[record["name"]], record, run, fitted, cluster,
-                                         overhead, out_dir, config))
+        name = record.get("name") if isinstance(record, dict) else None
+        if name not in by_name:
+            raise ConfigError(f"{path}: graph {name!r} has no source to load")
+        try:
+            graphs.append(_resimulated_graph(by_name[name], record, run, fitted, cluster,
+                                             overhead, out_dir, config))
+        except (KeyError, TypeError, ValueError, IndexError) as e:
+            raise ConfigError(f"{path}: graph {name}: not a calibration record to re-simulate "
+                              f"({type(e).__name__}: {e})") from None
         g = graphs[-1]
         log(f"{g.name}: tau {g.kendall_tau:.3f}, median rel. error {g.median_rel_error:.1%} "
             f"(the run's real-vs-real tau {g.repeat_tau:.3f})")
@@ -501,9 +509,14 @@ def _resimulated_graph(source: GraphSource, record: dict, run: dict, fitted: Clu
     build = lambda c: PlacementProblem.build(graph, c, CostModel(profiles=[profile]),  # noqa: E731
                                              CoarsenConfig(config.max_units))
     problem = build(fitted)
+    if record["units"] != problem.num_units:
+        raise ConfigError(f"{source.name}: the run coarsened to {record['units']} units, this "
+                          f"build gives {problem.num_units}: pass --units {record['units']}")
     rows = record["placements"]
     if all("units" in r for r in rows):
         placements = np.array([r["units"] for r in rows], np.int64)
+        if placements.shape != (len(rows), problem.num_units):
+            raise ValueError(f"stored placements of shape {placements.shape}")
     else:
         placements = _rebuilt_placements(build, record, run, cluster, overhead, config)
     sim = simulated_s(problem, placements, overhead, config)

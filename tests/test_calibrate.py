@@ -210,3 +210,35 @@ def test_resimulate_refuses_what_is_not_a_run(tmp_path):
     (tmp_path / "calibration.json").write_text("{}")
     with pytest.raises(ConfigError, match="not a calibration run to re-simulate"):
         resimulate([], tmp_path)
+
+
+def test_resimulate_says_what_is_wrong_with_a_damaged_run(mlp_run):
+    import json
+    from gplace.calibrate import GraphSource, resimulate
+    from gplace.errors import ConfigError
+    out, run = mlp_run
+    source = [GraphSource("quick_mlp", RUN / "graphs" / "quick_mlp.pb", "mlp")]
+    del run["graphs"][0]["repeat_tau"]
+    (out / "calibration.json").write_text(json.dumps(run))
+    with pytest.raises(ConfigError, match="graph quick_mlp: not a calibration record.*repeat_tau"):
+        resimulate(source, out)
+    run["graphs"][0]["repeat_tau"] = 0.5
+    run["graphs"][0]["placements"][3]["units"] = [0, 1]
+    (out / "calibration.json").write_text(json.dumps(run))
+    with pytest.raises(ConfigError, match="not a calibration record"):
+        resimulate(source, out)
+    run["graphs"][0]["units"] = 16
+    (out / "calibration.json").write_text(json.dumps(run))
+    with pytest.raises(ConfigError, match="coarsened to 16 units.*pass --units 16"):
+        resimulate(source, out)
+
+
+def test_transfer_cpu_must_be_finite_and_not_negative():
+    from gplace.calibrate import calibrated_cluster
+    from gplace.errors import ConfigError
+    from gplace.real.links import LinkFit
+    fit = LinkFit(2e-4, 2e9, (), (), ())
+    for bad in (-1e-9, float("nan"), float("inf")):
+        for at in ("link", "receiver"):
+            with pytest.raises(ConfigError, match="must be finite and >= 0"):
+                calibrated_cluster(load_cluster("local-procs"), fit, bad, at)

@@ -137,6 +137,8 @@ def run(args) -> int:
                           f"{args.max_steps}, --cap {args.cap:g}, --rel-width {args.rel_width:g}: "
                           "need repeats >= 1, sessions >= 1, "
                           "max-steps >= 9, cap > 0 and 0 < rel-width < 100")
+    if not 0 <= args.transfer_cpu < float("inf"):
+        raise ConfigError(f"--transfer-cpu {args.transfer_cpu}: must be a finite number >= 0")
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     if args.resimulate:
