@@ -30,6 +30,7 @@ from gplace.importer import load_graph
 from gplace.problem import CoarsenConfig, PlacementProblem
 from gplace.profile import CostProfile
 from gplace.real.links import LinkFit, StepOverhead
+from gplace.sim.reference import forward_edges
 
 HERE = Path(__file__).resolve().parent
 
@@ -88,17 +89,7 @@ def simulate(problem, op_device, send_s=0.0, send_per_b=0.0, recv_s=0.0, recv_pe
     rank = {int(op): r for r, op in enumerate(g.topo_order())}
     op_of_rank = {r: o for o, r in rank.items()}
     out_owner = np.repeat(np.arange(n), np.diff(g.out_ptr))
-    consumers, pending = {}, [0] * n
-    for e in range(g.num_edges):
-        if not g.edge_back[e]:
-            j = int(g.out_ptr[g.edge_src[e]] + g.edge_src_out[e])
-            consumers.setdefault(j, []).append(int(g.edge_dst[e]))
-            pending[int(g.edge_dst[e])] += 1
-    ctrl = {}
-    for e in range(g.num_control_edges):
-        if not g.ctrl_back[e]:
-            ctrl.setdefault(int(g.ctrl_src[e]), []).append(int(g.ctrl_dst[e]))
-            pending[int(g.ctrl_dst[e])] += 1
+    consumers, ctrl, pending = forward_edges(g)
     ready, heap = [0.0] * n, []
     for o in range(n):
         if pending[o] == 0:
@@ -182,7 +173,7 @@ def variants(latency: float) -> list[tuple[str, float | None, float, dict]]:
 def main(paths: list[str]) -> None:
     runs = [json.loads(Path(p).read_text()) for p in paths]
     print("Kendall tau of each variant against each run's measured step times: mean over the "
-          "graphs (mlp cnn gpt), then the median relative error over all placements\n")
+          "run's graphs (in its order), then the median relative error over all placements\n")
     print(f"{'variant':<58}" + "".join(f" | {p:<42}" for p in paths))
     cache = {}
     for name, cpb, scale, cpu in variants(0.0):

@@ -56,19 +56,7 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
     n_out = int(g.out_ptr[-1]) if n else 0
     recv_base = n + n_out * nd  # receive tasks' keys start here
 
-    # consumers[j] = ops reading output j over forward data edges (one entry per edge)
-    consumers: dict[int, list[int]] = {}
-    pending = [0] * n
-    for e in range(g.num_edges):
-        if not g.edge_back[e]:
-            j = int(g.out_ptr[g.edge_src[e]] + g.edge_src_out[e])
-            consumers.setdefault(j, []).append(int(g.edge_dst[e]))
-            pending[int(g.edge_dst[e])] += 1
-    ctrl_succ: dict[int, list[int]] = {}
-    for e in range(g.num_control_edges):
-        if not g.ctrl_back[e]:
-            ctrl_succ.setdefault(int(g.ctrl_src[e]), []).append(int(g.ctrl_dst[e]))
-            pending[int(g.ctrl_dst[e])] += 1
+    consumers, ctrl_succ, pending = forward_edges(g)
 
     ready = [0.0] * n
     heap: list[tuple[float, int]] = []
@@ -139,6 +127,24 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
         oom=bool((peak > capacity).any()), op_device=np.array(dev, np.int64),
         op_start_s=np.array(start), op_end_s=np.array(end),
         transfers=Transfers(*(np.array(c, dtype=t) for c, t in zip(cols, [np.int64] * 3 + [np.float64] * 3 + [np.int64]))))
+
+
+def forward_edges(g) -> tuple[dict[int, list[int]], dict[int, list[int]], list[int]]:
+    """(consumers[j]: ops reading output j over forward data edges, one entry per edge;
+    ctrl_succ[o]: forward control successors of op o; pending[o]: forward in-edges of o)."""
+    consumers: dict[int, list[int]] = {}
+    pending = [0] * g.num_ops
+    for e in range(g.num_edges):
+        if not g.edge_back[e]:
+            j = int(g.out_ptr[g.edge_src[e]] + g.edge_src_out[e])
+            consumers.setdefault(j, []).append(int(g.edge_dst[e]))
+            pending[int(g.edge_dst[e])] += 1
+    ctrl_succ: dict[int, list[int]] = {}
+    for e in range(g.num_control_edges):
+        if not g.ctrl_back[e]:
+            ctrl_succ.setdefault(int(g.ctrl_src[e]), []).append(int(g.ctrl_dst[e]))
+            pending[int(g.ctrl_dst[e])] += 1
+    return consumers, ctrl_succ, pending
 
 
 def _receive_s(links, src: int, dst: int, nbytes) -> float:
