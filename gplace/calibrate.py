@@ -29,8 +29,8 @@ independently (two by default): the simulator is scored against the estimate ove
 steps, and Kendall's tau between the first two repeats (real-vs-real) says how far the real
 measurements themselves can be trusted to rank.
 
-``resimulate`` re-scores a finished run's measurements (its calibration.json) with the current
-simulator and config, without starting TensorFlow: the placements are those the run measured.
+:mod:`gplace.resimulate` re-scores a finished run's measurements (its calibration.json) with
+the current simulator and config, without starting TensorFlow.
 
 Agreement: Kendall's tau-b (Kendall 1945, ties handled) and Spearman's rho over the placements
 of a graph, and the median relative error |sim - real| / real. Overall figures: tau and rho are
@@ -436,8 +436,8 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
     finally:
         if own:
             procs.stop()
-    report = _report(cluster.name, graphs, link, overhead, fitted.default_link)
-    _write(report, out_dir)
+    report = build_report(cluster.name, graphs, link, overhead, fitted.default_link)
+    write_report(report, out_dir)
     return report
 
 
@@ -448,112 +448,11 @@ def describe_link(link: Link) -> str:
             f"{link.recv_cpu_s_per_byte * 1e9:.2f} ms/MB")
 
 
-def _write(report: CalibrationReport, out_dir: Path) -> None:
+def write_report(report: CalibrationReport, out_dir: Path) -> None:
     from gplace.io import atomic_write_text
     out_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out_dir / "calibration.json", json.dumps(report.to_json(), indent=1))
     scatter_png(report, out_dir / "calibration.png")
-
-
-def resimulate(sources: list[GraphSource], out_dir: str | Path,
-               cluster: str | Cluster = "local-procs",
-               config: CalibrateConfig = CalibrateConfig(),
-               log: Callable[[str], None] = lambda s: None) -> CalibrationReport:
-    """Re-scores the run in ``out_dir`` (its calibration.json, profiles/) with the current
-    simulator and ``config``: the real figures are the run's, the simulated ones new. No
-    TensorFlow process starts. ``sources`` give each graph of the run (by name). Rewrites
-    the JSON and PNG."""
-    out_dir = Path(out_dir)
-    path = out_dir / "calibration.json"
-    try:
-        run = json.loads(path.read_text())
-        link = LinkFit(**{k: run["link"][k] for k in LinkFit._fields})
-        overhead = StepOverhead(**run["step_overhead"])
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise ConfigError(f"{path}: not a calibration run to re-simulate ({e})") from None
-    cluster = load_cluster(cluster) if isinstance(cluster, (str, os.PathLike)) else cluster
-    fitted = calibrated_cluster(cluster, link, config.transfer_cpu_s_per_byte,
-                                config.transfer_cpu_at)
-    log(f"simulated link: {describe_link(fitted.default_link)}")
-    by_name = {s.name: s for s in sources}
-    graphs = []
-    for record in run["graphs"]:
-        name = record.get("name") if isinstance(record, dict) else None
-        if name not in by_name:
-            raise ConfigError(f"{path}: graph {name!r} has no source to load")
-        try:
-            graphs.append(_resimulated_graph(by_name[name], record, run, fitted, cluster,
-                                             overhead, out_dir, config))
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise ConfigError(f"{path}: graph {name}: not a calibration record to re-simulate "
-                              f"({type(e).__name__}: {e})") from None
-        g = graphs[-1]
-        log(f"{g.name}: tau {g.kendall_tau:.3f}, median rel. error {g.median_rel_error:.1%} "
-            f"(the run's real-vs-real tau {g.repeat_tau:.3f})")
-    report = _report(cluster.name, graphs, link, overhead, fitted.default_link)
-    _write(report, out_dir)
-    return report
-
-
-def _resimulated_graph(source: GraphSource, record: dict, run: dict, fitted: Cluster,
-                       cluster: Cluster, overhead: StepOverhead, out_dir: Path,
-                       config: CalibrateConfig) -> GraphCalibration:
-    from gplace.importer import load_graph
-    from gplace.real.load import LoadFigures
-    cached = out_dir / "profiles" / f"{source.name}.profile.json.gz"
-    if not cached.is_file():
-        raise ConfigError(f"{cached} is missing: re-simulating needs the run's profiles")
-    profile = CostProfile.load(cached)
-    profile = scaled_profile(profile) if config.scale_to_wall else profile
-    graph = load_graph(source.path, name=source.name)
-    build = lambda c: PlacementProblem.build(graph, c, CostModel(profiles=[profile]),  # noqa: E731
-                                             CoarsenConfig(config.max_units))
-    problem = build(fitted)
-    if record["units"] != problem.num_units:
-        raise ConfigError(f"{source.name}: the run coarsened to {record['units']} units, this "
-                          f"build gives {problem.num_units}: pass --units {record['units']}")
-    rows = record["placements"]
-    if all("units" in r for r in rows):
-        placements = np.array([r["units"] for r in rows], np.int64)
-        if placements.shape != (len(rows), problem.num_units):
-            raise ValueError(f"stored placements of shape {placements.shape}")
-    else:
-        placements = _rebuilt_placements(build, record, run, cluster, overhead, config)
-    sim = simulated_s(problem, placements, overhead, config)
-    value = lambda x: float("inf") if x is None else float(x)  # noqa: E731
-    meas = np.array([value(r["measured_s"]) for r in rows])
-    repeats = np.array([[value(x) for x in r["repeats_s"]] for r in rows]).T
-    ok = np.isfinite(meas) & np.isfinite(sim)
-    load = tuple(LoadFigures(**{k: v for k, v in f.items() if k != "loaded"})
-                 for f in record.get("load", []))
-    return GraphCalibration(
-        source.name, record.get("family", source.family), record["ops"], problem.num_units,
-        [r["label"] for r in rows], meas, np.array([value(r["spread_s"]) for r in rows]), sim,
-        [r["reason"] for r in rows], kendall_tau(sim[ok], meas[ok]),
-        spearman_rho(sim[ok], meas[ok]), median_rel_error(sim[ok], meas[ok]),
-        record["repeat_tau"], repeats, record["seconds_per_placement"], load, placements)
-
-
-def _rebuilt_placements(build, record: dict, run: dict, cluster: Cluster,
-                        overhead: StepOverhead, config: CalibrateConfig) -> np.ndarray:
-    """The placements a run made before calibration.json stored them: made again as that run
-    made them, on its own simulated link (the heuristics consult the simulator), and checked
-    against its labels and simulated times."""
-    rows, own = record["placements"], run["simulated_link"]
-    old = dataclasses.replace(cluster, links=(), default_link=Link(
-        (), own["bandwidth"], own["latency_s"], recv_cpu_s=own.get("recv_cpu_s", 0.0),
-        recv_cpu_s_per_byte=own.get("recv_cpu_s_per_byte", 0.0)))
-    problem = build(old)
-    placements, labels = calibration_placements(problem, len(rows), config.seed)
-    if labels != [r["label"] for r in rows]:
-        placements, labels = calibration_placements(problem, len(rows), config.seed, False)
-    stored = np.array([np.nan if r["simulated_s"] is None else r["simulated_s"] for r in rows])
-    if (labels != [r["label"] for r in rows] or not np.allclose(
-            simulated_s(problem, placements, overhead, config), stored, rtol=1e-9,
-            equal_nan=True)):
-        raise ConfigError(f"{record['name']}: cannot rebuild the placements this run measured "
-                          "(it predates stored placements and its simulator or profile differ)")
-    return placements
 
 
 def _tiny_graph():
@@ -561,7 +460,7 @@ def _tiny_graph():
     return OpGraph.from_lists([1.0], [4])
 
 
-def _report(name, graphs, link, overhead, simulated: Link) -> CalibrationReport:
+def build_report(name, graphs, link, overhead, simulated: Link) -> CalibrationReport:
     pooled_s, pooled_m, errors = [], [], []
     for g in graphs:
         ok = np.isfinite(g.measured_s) & np.isfinite(g.simulated_s)

@@ -168,7 +168,8 @@ def run(args) -> int:
 
 
 def _resimulate(args, out: Path) -> int:
-    from gplace.calibrate import CalibrateConfig, GraphSource, resimulate
+    from gplace.calibrate import CalibrateConfig, GraphSource
+    from gplace.resimulate import resimulate
     path = out / "calibration.json"
     try:
         names = [g["name"] for g in json.loads(path.read_text())["graphs"]]
