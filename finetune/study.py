@@ -53,6 +53,8 @@ def _finetune_tag() -> str:
     text = repr(cfg)
     if not cfg.learn.dagger:  # the on-policy imitation term (added later) is off: the runs are
         text = re.sub(r", dagger=[^,]*, dagger_follow=[^,)]*", "", text)  # those cached before
+    if not cfg.learn.ce_work:  # likewise the work-weighted cross-entropy (pretraining only)
+        text = re.sub(r", ce_work=[^,)]*", "", text)
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 

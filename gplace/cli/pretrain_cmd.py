@@ -45,6 +45,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--dagger-follow", type=float, default=c.learn.dagger_follow, metavar="P",
                    help="probability that the --dagger schedule follows the elite at a decision "
                         f"(default: {c.learn.dagger_follow})")
+    p.add_argument("--ce-work", type=float, default=c.learn.ce_work, metavar="SHARE",
+                   help="share of the imitation cross-entropies' weight given to decisions in "
+                        "proportion to the unit's work, the rest spread evenly (default: "
+                        f"{c.learn.ce_work})")
     p.add_argument("--elite-size", type=int, default=c.learn.elite_size,
                    help=f"placements in each problem's elite set (default: {c.learn.elite_size})")
     p.add_argument("--ppo-epochs", type=int, default=c.learn.ppo_epochs,
@@ -57,6 +61,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--w0-lr-scale", type=float, default=c.learn.w0_lr_scale,
                    help=f"learning rate of the global decision weights / --lr (default: "
                         f"{c.learn.w0_lr_scale})")
+    p.add_argument("--hidden-channels", type=int, default=c.hidden_channels,
+                   help=f"width of the network's layers (default: {c.hidden_channels})")
+    p.add_argument("--num-layers", type=int, default=c.num_layers,
+                   help=f"message-passing layers of the graph encoder (default: {c.num_layers})")
     p.add_argument("--val-every", type=int, default=c.val_every,
                    help=f"steps between validations (default: {c.val_every})")
     p.add_argument("--seed", type=checks.seed, default=0, help="0 <= seed < 2**32 (default 0)")
@@ -83,8 +91,11 @@ def run(args) -> int:
                       (args.ce_weight < 0, "--ce-weight must be >= 0"),
                       (args.elite_size < 1, "--elite-size must be >= 1"),
                       (args.dagger < 0, "--dagger must be >= 0"),
+                      (not 0 <= args.ce_work <= 1, "--ce-work must be in [0, 1]"),
                       (not 0 <= args.dagger_follow <= 1, "--dagger-follow must be in [0, 1]"),
                       (args.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
+                      (args.hidden_channels < 1, "--hidden-channels must be >= 1"),
+                      (args.num_layers < 1, "--num-layers must be >= 1"),
                       (not 0 <= args.ema_decay < 1, "--ema-decay must be in [0, 1)"),
                       (args.expert_from is not None and args.expert_budget == 0,
                        "--expert-from needs --expert-budget > 0")):
@@ -102,12 +113,13 @@ def run(args) -> int:
                          random_clusters=args.random_clusters,
                          problems_per_step=args.problems_per_step, max_steps=args.max_steps,
                          val_every=args.val_every, seed=args.seed,
+                         hidden_channels=args.hidden_channels, num_layers=args.num_layers,
                          expert_budget=args.expert_budget, ema_decay=args.ema_decay,
                          expert_from=args.expert_from,
                          learn=replace(base.learn, samples=args.samples, lr=args.lr,
                                        w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
                                        ppo_epochs=args.ppo_epochs, dagger=args.dagger,
-                                       dagger_follow=args.dagger_follow,
+                                       dagger_follow=args.dagger_follow, ce_work=args.ce_work,
                                        elite_size=args.elite_size))
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem

@@ -174,15 +174,32 @@ def masked_entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return h[choice].mean() if choice.any() else h.sum() * 0.0
 
 
-def elite_loss(scores: Scores, state: ProblemState) -> torch.Tensor:
-    """Cross-entropy towards the elite set, per decision (0 without elites)."""
+def decision_weights(state: ProblemState, work_share: float) -> torch.Tensor:
+    """(units,) weights of the decisions in an imitation cross-entropy, summing to 1:
+    ``1 - work_share`` spread evenly, ``work_share`` in proportion to the unit's work (its
+    time on its fastest device). Thousands of tiny groups, whose device barely matters, would
+    otherwise outweigh the few that set the step time."""
+    n = state.sched.num_units
+    work = state.sched.unit_cost.min(1)
+    even = np.full(n, 1.0 / n)
+    by_work = work / work.sum() if work.sum() > 0 else even
+    return torch.as_tensor((1.0 - work_share) * even + work_share * by_work)
+
+
+def elite_loss(scores: Scores, state: ProblemState, work_share: float = 0.0) -> torch.Tensor:
+    """Cross-entropy towards the elite set, per decision (0 without elites); with
+    ``work_share``, decisions weighted as :func:`decision_weights` says."""
     if not state.elites:
         return scores.s.sum() * 0.0
     terms = [decision_logp(scores, e.rollout)[0] for e in state.elites]
-    return post.cross_entropy_loss(torch.cat([t.flatten() for t in terms]))
+    if not work_share:
+        return post.cross_entropy_loss(torch.cat([t.flatten() for t in terms]))
+    weights = decision_weights(state, work_share)
+    return -sum((t * weights).sum() for t in terms) / len(terms)
 
 
-def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int) -> torch.Tensor:
+def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int,
+                  work_share: float = 0.0) -> torch.Tensor:
     """Cross-entropy towards the best elite's devices at the states of a rollout that follows
     the elite at each decision with probability ``follow`` and the policy's argmax otherwise.
 
@@ -200,7 +217,12 @@ def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int)
     mask = torch.as_tensor(ro.mask[0])
     t = torch.as_tensor(target)
     keep = mask.gather(-1, t[:, None]).squeeze(-1) & (mask.sum(-1) > 1)
-    return -logp[keep].mean() if keep.any() else scores.s.sum() * 0.0
+    if not keep.any():
+        return scores.s.sum() * 0.0
+    if not work_share:
+        return -logp[keep].mean()
+    weights = decision_weights(state, work_share)[keep]
+    return -(logp[keep] * weights).sum() / weights.sum()
 
 
 def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
@@ -208,9 +230,11 @@ def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
     """The weighted-sum form of Post's objective on one problem (PPO term only with a batch;
     the on-policy imitation term only with ``cfg.dagger``)."""
     scores = tempered(policy(state.features), cfg.temperature)
-    total = cfg.ce_weight * elite_loss(scores, state) if cfg.ce_weight else scores.s.sum() * 0.0
+    total = (cfg.ce_weight * elite_loss(scores, state, cfg.ce_work) if cfg.ce_weight
+             else scores.s.sum() * 0.0)
     if cfg.dagger:
-        total = total + cfg.dagger * onpolicy_loss(scores, state, cfg.dagger_follow, seed)
+        total = total + cfg.dagger * onpolicy_loss(scores, state, cfg.dagger_follow, seed,
+                                                   cfg.ce_work)
     if batch is not None and len(batch.rewards):
         logp, all_logp = decision_logp(scores, batch.ro)
         adv = post.normalize(torch.as_tensor(batch.rewards))[:, None]     # (K, 1)

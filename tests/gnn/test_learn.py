@@ -5,8 +5,8 @@ import numpy as np
 import torch
 
 from gplace.cluster import load_cluster
-from gplace.gnn.learn import (LearnConfig, ProblemState, decision_logp, elite_loss, greedy, loss,
-                              onpolicy_loss, sample)
+from gplace.gnn.learn import (LearnConfig, ProblemState, decision_logp, decision_weights,
+                              elite_loss, greedy, loss, onpolicy_loss, sample)
 from gplace.gnn.policy import GNNPolicy
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
@@ -104,6 +104,27 @@ def test_onpolicy_imitation_makes_the_elite_the_greedy_placement():
     with torch.no_grad():
         assert float(loss(policy, st, None, cfg)) == float(
             onpolicy_loss(policy(st.features), st, cfg.dagger_follow, 0))
+
+
+def test_work_weighted_cross_entropy_counts_each_decision_by_its_units_work():
+    """--ce-work: weights sum to 1, mix even and work shares, and the loss is the weighted
+    negative log-likelihood of the elite's decisions (0: the plain mean, as before)."""
+    torch.manual_seed(0)
+    st = state(4, "post-4gpu")
+    policy = GNNPolicy(hidden_channels=8, num_layers=1, scale=0.5)
+    target = np.arange(st.problem.num_units) % st.problem.num_devices
+    st.offer(target[None], np.array([1.0]), np.array([True]))
+    work = st.sched.unit_cost.min(1)
+    w = decision_weights(st, 0.5).numpy()
+    assert abs(w.sum() - 1) < 1e-12 and w[np.argmax(work)] > w[np.argmin(work)]
+    assert np.allclose(decision_weights(st, 1.0).numpy(), work / work.sum())
+    with torch.no_grad():
+        scores = policy(st.features)
+        logp = decision_logp(scores, st.elites[0].rollout)[0][0].numpy()
+        assert np.isclose(float(elite_loss(scores, st, 1.0)), -(logp * work).sum() / work.sum())
+        assert np.isclose(float(elite_loss(scores, st, 0.0)), -logp.mean())
+        assert not np.isclose(float(elite_loss(scores, st, 1.0)), -logp.mean())
+        assert float(onpolicy_loss(scores, st, 1.0, 0, 1.0)) > 0
 
 
 def test_ppo_loss_is_finite_and_has_gradients():
