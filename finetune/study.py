@@ -112,6 +112,15 @@ def gnn_runs(problem, m, heur, net, seed: int, tag: str = "") -> dict[str, float
     return rows
 
 
+def untrained_key(policy, seed: int) -> str:
+    """The cache key of the untrained rows: the seed, the fine-tuning settings and, where it
+    is not the default one, the network's architecture (a fresh network of that shape)."""
+    from gplace.gnn.policy import GNNPolicy
+    shape = "" if policy.kwargs == GNNPolicy().kwargs else "-" + "-".join(
+        f"{k}{v}" for k, v in sorted(policy.kwargs.items()))
+    return f"untrained-{seed}-{FINETUNE_TAG}{shape}"
+
+
 def fresh_network(policy, seed: int):
     """The ablation's network: the pretrained one's architecture, freshly initialized."""
     import torch
@@ -167,7 +176,7 @@ def run(entries, seeds: int, checkpoint, out: Path, mode: str, log) -> list[dict
                     break
                 # rows that do not depend on the checkpoint are cached
                 rec.update(cached(cache, str(seed), lambda: baselines(problem, m, heur, seed)))
-                rec.update(cached(cache, f"untrained-{seed}-{FINETUNE_TAG}", lambda: gnn_runs(
+                rec.update(cached(cache, untrained_key(policy, seed), lambda: gnn_runs(
                     problem, m, heur, fresh_network(policy, seed), seed, "untrained ")))
                 if mode == "all":
                     rec.update(gnn_runs(problem, m, heur, policy, seed))
