@@ -27,11 +27,14 @@ def _templates() -> tuple[list[Device], list[Device]]:
     return list(cpus.values()), list(gpus.values())
 
 
-def random_cluster(seed: int) -> Cluster:
-    """A reproducible random cluster (same seed, same cluster)."""
+def random_cluster(seed: int, min_gpus: int = 1) -> Cluster:
+    """A reproducible random cluster (same seed, same cluster) with ``min_gpus`` to 8 GPUs
+    (the default draws the clusters pretraining has always used)."""
+    if not 1 <= min_gpus <= 8:
+        raise ValueError(f"min_gpus must be in [1, 8], not {min_gpus}")
     rng = np.random.default_rng(seed)
     cpus, gpus = _templates()
-    n_gpu = int(rng.integers(1, 9))
+    n_gpu = int(rng.integers(min_gpus, 9))
     has_cpu = n_gpu == 1 or rng.random() < 0.8
     kinds = rng.choice(len(gpus), size=1 + int(rng.random() < 0.4), replace=False)
     devices: list[Device] = []
