@@ -36,7 +36,7 @@ from numba import njit
 from gplace.problem import PlacementProblem
 
 DYN_FEATURES = 8
-SAMPLE, GREEDY, FORCED, MIXED, MIXED_SAMPLE = 0, 1, 2, 3, 4  # rollout modes
+SAMPLE, GREEDY, FORCED, MIXED = 0, 1, 2, 3  # rollout modes
 
 
 class SchedArrays(NamedTuple):
@@ -130,27 +130,21 @@ def _unit_adjacency(problem: PlacementProblem):
 
 
 def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int = 1,
-            seed: int = 0, forced: np.ndarray | None = None,
-            follow: float | np.ndarray = 0.0) -> Rollouts:
+            seed: int = 0, forced: np.ndarray | None = None, follow: float = 0.0) -> Rollouts:
     """``count`` rollouts under logits ``s + w . phi`` (``s``: (units, D), ``w``: (units, F)).
 
     ``mode``: SAMPLE draws from the softmax (uniforms from ``seed``), GREEDY takes the argmax,
     FORCED follows ``forced`` ((count, units) placements) to record their features, MIXED
-    follows ``forced`` at each decision with probability ``follow`` (a number, or one per
-    unit; uniforms from ``seed``)
+    follows ``forced`` at each decision with probability ``follow`` (uniforms from ``seed``)
     and takes the argmax otherwise: the states the policy itself reaches, for imitation along
-    its own schedule (DAgger, Ross et al. 2011). MIXED_SAMPLE follows ``forced`` likewise and
-    otherwise samples another device than ``forced``'s from the softmax: a placement moved by
-    the policy at a few units, each decided at the state the schedule has reached there."""
+    its own schedule (DAgger, Ross et al. 2011)."""
     nu, nd = a.num_units, a.num_devices
-    follow = np.broadcast_to(np.asarray(follow, np.float64), (nu,)).copy()
     if forced is not None:
         forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
         count = forced.shape[0]
     else:
         forced = np.zeros((count, nu), np.int64)
-    u01 = (np.random.default_rng(seed).random((count, nu))
-           if mode in (SAMPLE, MIXED, MIXED_SAMPLE)
+    u01 = (np.random.default_rng(seed).random((count, nu)) if mode in (SAMPLE, MIXED)
            else np.zeros((count, nu)))
     placements = np.zeros((count, nu), np.int64)
     phi = np.zeros((count, nu, nd, DYN_FEATURES), np.float32)
@@ -198,16 +192,9 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         if placed < 0:
             _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                       unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            if mode == 2 or (mode >= 3 and u01[u] < follow[u]):
+            if mode == 2 or (mode == 3 and u01[u] < follow):
                 mask[u, forced[u]] = True
                 d = forced[u]
-            elif mode == 4:  # another device than forced's, drawn by the uniform beyond follow
-                other = mask[u].copy()
-                other[forced[u]] = False
-                d = forced[u]
-                if other.any():
-                    d = _choose(s[u], w[u], phi[u], other, 0,
-                                (u01[u] - follow[u]) / (1.0 - follow[u]))
             else:
                 d = _choose(s[u], w[u], phi[u], mask[u], 1 if mode == 3 else mode, u01[u])
             unit_dev[u] = d
