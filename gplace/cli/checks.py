@@ -144,3 +144,4 @@ def pretrain_args(args) -> None:
     if args.resume:
         resume_checkpoint(log_dir / "checkpoints" / "last.ckpt")
     policy_checkpoint(args.expert_from)
+    policy_checkpoint(args.init)

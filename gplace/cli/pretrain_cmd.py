@@ -36,6 +36,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--expert-from", default=None, metavar="CKPT",
                    help="start each expert search from this policy checkpoint (the next round "
                         "of expert iteration; default: an untrained network)")
+    p.add_argument("--init", default=None, metavar="CKPT",
+                   help="start from this policy checkpoint's weights (and network shape) "
+                        "instead of a fresh network (default: a fresh network)")
     p.add_argument("--ce-weight", type=float, default=c.learn.ce_weight,
                    help=f"weight of the elite cross-entropy (default: {c.learn.ce_weight})")
     p.add_argument("--dagger", type=float, default=c.learn.dagger, metavar="W",
@@ -105,15 +108,26 @@ def run(args) -> int:
                               or args.expert_budget == 0):
         raise ConfigError("--samples 0 (imitation only) needs --expert-budget > 0 and "
                           "--ce-weight or --dagger > 0: there would be nothing to learn from")
-    if args.expert_from is not None:
+    hidden, layers = args.hidden_channels, args.num_layers
+    if args.expert_from is not None or args.init is not None:
         from gplace.gnn.policy import GNNPolicy
-        GNNPolicy.load(args.expert_from)  # its fields, before any work (ConfigError if bad)
+        if args.expert_from is not None:
+            GNNPolicy.load(args.expert_from)  # before any work (ConfigError if bad)
+        if args.init is not None:  # the network's shape is the checkpoint's
+            kw = GNNPolicy.load(args.init)[0].kwargs
+            c = PretrainConfig()
+            if ((hidden, layers) != (c.hidden_channels, c.num_layers)
+                    and (hidden, layers) != (kw["hidden_channels"], kw["num_layers"])):
+                raise ConfigError(f"--init {args.init} is a network of {kw['hidden_channels']} "
+                                  f"channels and {kw['num_layers']} layers; leave out "
+                                  "--hidden-channels and --num-layers")
+            hidden, layers = kw["hidden_channels"], kw["num_layers"]
     base = PretrainConfig()
     cfg = PretrainConfig(corpus=args.corpus, clusters=tuple(args.clusters),
                          random_clusters=args.random_clusters,
                          problems_per_step=args.problems_per_step, max_steps=args.max_steps,
                          val_every=args.val_every, seed=args.seed,
-                         hidden_channels=args.hidden_channels, num_layers=args.num_layers,
+                         hidden_channels=hidden, num_layers=layers, init_from=args.init,
                          expert_budget=args.expert_budget, ema_decay=args.ema_decay,
                          expert_from=args.expert_from,
                          learn=replace(base.learn, samples=args.samples, lr=args.lr,

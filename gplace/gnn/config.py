@@ -47,6 +47,9 @@ class PretrainConfig:
     expert_from: str | None = None # the expert search starts from this policy checkpoint
                                    # (None: the untrained network), the next round of
                                    # expert iteration
+    init_from: str | None = None   # start from this policy checkpoint's weights (its network
+                                   # shape) instead of a fresh network: the next round of
+                                   # expert iteration continues the last one's policy
     ema_decay: float = 0.0         # > 0: validate and ship an exponential moving average of
                                    # the weights (per training step); the greedy placement
                                    # swings with every step's weights, their average less

@@ -33,6 +33,7 @@ from torch.utils.data import DataLoader
 
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
+from gplace.errors import ConfigError
 from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
 from gplace.gnn.experts import EXPERT_VERSION, search_expert, start_tag
@@ -175,6 +176,14 @@ class PretrainModule(L.LightningModule):
         self.cfg = cfg
         self.save_hyperparameters({"config": _jsonable(asdict(cfg))})
         self.policy = GNNPolicy(cfg.hidden_channels, cfg.num_layers)
+        if cfg.init_from is not None:
+            start = GNNPolicy.load(cfg.init_from)[0]
+            if {k: start.kwargs[k] for k in ("hidden_channels", "num_layers")} != {
+                    "hidden_channels": cfg.hidden_channels, "num_layers": cfg.num_layers}:
+                raise ConfigError(f"{cfg.init_from}: a network of {start.kwargs['hidden_channels']} "
+                                  f"channels and {start.kwargs['num_layers']} layers, the "
+                                  f"config asks for {cfg.hidden_channels} and {cfg.num_layers}")
+            self.policy = start.train()
         self.automatic_optimization = False  # several PPO epochs per rollout
 
     def configure_optimizers(self):

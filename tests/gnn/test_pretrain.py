@@ -2,6 +2,7 @@
 fine-tuning."""
 
 import shutil
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from gplace.errors import ConfigError
 from gplace.gnn.learn import LearnConfig
 from gplace.gnn.pretrain import PretrainConfig, run_pretrain
 
@@ -151,3 +153,22 @@ def test_the_next_round_searches_from_a_checkpoint_and_caches_apart(corpus, tmp_
     assert pool.state(1).best_time_s <= min(first, pool.best_heuristic(1))
     tag = start_tag(tmp_path / "start.pt")
     assert len(list((corpus / ".gplace-cache" / "experts").glob(f"*-b20-s0-{tag}.npy"))) == 1
+
+
+def test_init_starts_from_the_checkpoint_and_trains_on(corpus, tmp_path):
+    """--init: step 0's network is the checkpoint's (its shape too); training moves it."""
+    from gplace.gnn.policy import GNNPolicy
+    from gplace.gnn.pretrain import PretrainModule
+    torch.manual_seed(3)
+    GNNPolicy(8, 1).save(tmp_path / "start.pt")
+    start = GNNPolicy.load(tmp_path / "start.pt")[0].state_dict()
+    cfg = config(corpus, 3, init_from=str(tmp_path / "start.pt"))
+    module = PretrainModule(replace(cfg, hidden_channels=8, num_layers=1))
+    assert all(torch.equal(start[k], v) for k, v in module.policy.state_dict().items())
+    out = run_pretrain(replace(cfg, hidden_channels=8, num_layers=1), tmp_path / "p.pt",
+                       tmp_path / "runs", progress=False)
+    after = GNNPolicy.load(out)[0].state_dict()
+    assert after.keys() == start.keys()
+    assert not all(torch.equal(start[k], after[k]) for k in start)
+    with pytest.raises(ConfigError, match="8 channels and 1 layers, the config asks for 16"):
+        PretrainModule(cfg)
