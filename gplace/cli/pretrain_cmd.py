@@ -48,10 +48,6 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--dagger-follow", type=float, default=c.learn.dagger_follow, metavar="P",
                    help="probability that the --dagger schedule follows the elite at a decision "
                         f"(default: {c.learn.dagger_follow})")
-    p.add_argument("--dagger-twins", action="store_true",
-                   help="read --dagger's labels up to a renaming of interchangeable devices: a "
-                        "policy that opens the GPUs in another order than the expert is not "
-                        "told to split every later unit from its neighbours")
     p.add_argument("--ce-work", type=float, default=c.learn.ce_work, metavar="SHARE",
                    help="share of the imitation cross-entropies' weight given to decisions in "
                         "proportion to the unit's work, the rest spread evenly (default: "
@@ -104,7 +100,6 @@ def run(args) -> int:
                       (args.hidden_channels < 1, "--hidden-channels must be >= 1"),
                       (args.num_layers < 1, "--num-layers must be >= 1"),
                       (not 0 <= args.ema_decay < 1, "--ema-decay must be in [0, 1)"),
-                      (args.dagger_twins and args.dagger == 0, "--dagger-twins needs --dagger > 0"),
                       (args.expert_from is not None and args.expert_budget == 0,
                        "--expert-from needs --expert-budget > 0")):
         if bad:
@@ -139,7 +134,6 @@ def run(args) -> int:
                                        w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
                                        ppo_epochs=args.ppo_epochs, dagger=args.dagger,
                                        dagger_follow=args.dagger_follow, ce_work=args.ce_work,
-                                       dagger_twins=args.dagger_twins,
                                        elite_size=args.elite_size))
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem

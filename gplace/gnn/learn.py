@@ -23,7 +23,7 @@ import torch
 
 import gplace.post as post
 from gplace.gnn.config import LearnConfig
-from gplace.gnn.features import problem_features, twin_groups
+from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
 from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, SAMPLE, Rollouts,
                                  build_sched, rollout)
@@ -199,7 +199,7 @@ def elite_loss(scores: Scores, state: ProblemState, work_share: float = 0.0) -> 
 
 
 def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int,
-                  work_share: float = 0.0, twins: bool = False) -> torch.Tensor:
+                  work_share: float = 0.0) -> torch.Tensor:
     """Cross-entropy towards the best elite's devices at the states of a rollout that follows
     the elite at each decision with probability ``follow`` and the policy's argmax otherwise.
 
@@ -207,16 +207,12 @@ def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int,
     policy never reaches once one of its choices differs; on sampled training problems the
     policy matched 87% of the expert's decisions there, yet its greedy placements were 1.18x
     the expert's (DAgger's compounding error, Ross et al. 2011). Here the labels stay the
-    elite's, the states become the policy's. With ``twins``, the labels are the elite's devices
-    up to a renaming of interchangeable devices (gplace.gnn.schedule.rollout): a policy that
-    opens the GPUs in another order than the elite is not told to split every later unit from
-    its neighbours."""
+    elite's, the states become the policy's."""
     if not state.elites:
         return scores.s.sum() * 0.0
-    ro = rollout(state.sched, *scores.numpy(), MIXED, seed=seed,
-                 forced=state.elites[0].placement[None], follow=follow,
-                 twins=twin_groups(state.problem) if twins else None)
-    target = ro.targets[0]
+    target = state.elites[0].placement
+    ro = rollout(state.sched, *scores.numpy(), MIXED, seed=seed, forced=target[None],
+                 follow=follow)
     logp = decision_logp(scores, ro, target[None])[0][0]
     mask = torch.as_tensor(ro.mask[0])
     t = torch.as_tensor(target)
@@ -238,7 +234,7 @@ def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
              else scores.s.sum() * 0.0)
     if cfg.dagger:
         total = total + cfg.dagger * onpolicy_loss(scores, state, cfg.dagger_follow, seed,
-                                                   cfg.ce_work, cfg.dagger_twins)
+                                                   cfg.ce_work)
     if batch is not None and len(batch.rewards):
         logp, all_logp = decision_logp(scores, batch.ro)
         adv = post.normalize(torch.as_tensor(batch.rewards))[:, None]     # (K, 1)

@@ -75,8 +75,6 @@ class Rollouts(NamedTuple):
     phi: np.ndarray         # (K, units, D, DYN_FEATURES) float32, at each unit's decision
     mask: np.ndarray        # (K, units, D) bool: allowed devices at that decision
     estimate_s: np.ndarray  # (K,) the list schedule's own makespan estimate
-    targets: np.ndarray     # (K, units) int64: ``forced`` as the rollout read it (MIXED with
-                            # ``twins``: relabelled by the twin devices it swapped)
 
 
 def build_sched(problem: PlacementProblem) -> SchedArrays:
@@ -132,20 +130,14 @@ def _unit_adjacency(problem: PlacementProblem):
 
 
 def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int = 1,
-            seed: int = 0, forced: np.ndarray | None = None, follow: float = 0.0,
-            twins: np.ndarray | None = None) -> Rollouts:
+            seed: int = 0, forced: np.ndarray | None = None, follow: float = 0.0) -> Rollouts:
     """``count`` rollouts under logits ``s + w . phi`` (``s``: (units, D), ``w``: (units, F)).
 
     ``mode``: SAMPLE draws from the softmax (uniforms from ``seed``), GREEDY takes the argmax,
     FORCED follows ``forced`` ((count, units) placements) to record their features, MIXED
     follows ``forced`` at each decision with probability ``follow`` (uniforms from ``seed``)
     and takes the argmax otherwise: the states the policy itself reaches, for imitation along
-    its own schedule (DAgger, Ross et al. 2011). With ``twins`` ((D,) interchangeable-group
-    ids, gplace.gnn.features.twin_groups), MIXED reads ``forced`` up to a renaming of twin
-    devices: when its argmax opens an empty device where ``forced`` asked for an empty twin
-    of it, the two swap roles for the rest of the rollout, so a policy that opens the GPUs in
-    another order than the target is not told to separate every later unit from its
-    neighbours. ``targets`` holds the target as renamed."""
+    its own schedule (DAgger, Ross et al. 2011)."""
     nu, nd = a.num_units, a.num_devices
     if forced is not None:
         forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
@@ -155,9 +147,6 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     u01 = (np.random.default_rng(seed).random((count, nu)) if mode in (SAMPLE, MIXED)
            else np.zeros((count, nu)))
     placements = np.zeros((count, nu), np.int64)
-    targets = np.zeros((count, nu), np.int64)
-    twin = (np.arange(nd, dtype=np.int64) if twins is None
-            else np.ascontiguousarray(twins, np.int64))
     phi = np.zeros((count, nu, nd, DYN_FEATURES), np.float32)
     mask = np.zeros((count, nu, nd), np.bool_)
     est = np.zeros(count)
@@ -166,14 +155,14 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
                           a.inv_bw, a.need, a.capacity, a.tau, s64, w64, mode, u01[k], forced[k],
-                          follow, twin, placements[k], phi[k], mask[k], targets[k])
-    return Rollouts(placements, phi, mask, est, targets)
+                          follow, placements[k], phi[k], mask[k])
+    return Rollouts(placements, phi, mask, est)
 
 
 @njit(cache=True)
 def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
              adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, mode,
-             u01, forced, follow, twin, unit_dev, phi, mask, targets):
+             u01, forced, follow, unit_dev, phi, mask):
     n, nd = cost.shape[0], cost.shape[1]
     finish = np.zeros(n)
     op_dev = np.zeros(n, np.int64)
@@ -184,9 +173,6 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
     ready = np.empty(nd)
     start = np.empty(nd)
     makespan = 0.0
-    role = np.arange(nd)   # MIXED: the device that plays forced's device d (twins renamed)
-    actor = np.arange(nd)  # its inverse
-    units_on = np.zeros(nd, np.int64)
     for i in range(n):
         op = order[i]
         u = unit_of_op[op]
@@ -206,20 +192,11 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         if placed < 0:
             _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                       unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            tg = role[forced[u]]
             if mode == 2 or (mode == 3 and u01[u] < follow):
-                mask[u, tg] = True
-                d = tg
+                mask[u, forced[u]] = True
+                d = forced[u]
             else:
                 d = _choose(s[u], w[u], phi[u], mask[u], 1 if mode == 3 else mode, u01[u])
-                if (mode == 3 and d != tg and twin[d] == twin[tg] and units_on[d] == 0
-                        and units_on[tg] == 0):
-                    other = actor[d]  # d and t both empty twins: they swap roles
-                    role[forced[u]], role[other] = d, tg
-                    actor[d], actor[tg] = forced[u], other
-                    tg = d
-            targets[u] = tg
-            units_on[d] += 1
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]

@@ -260,8 +260,6 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         "init from junk": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--init",
                                 str(tmp / "junk.pt"), "--out", str(tmp / "k.pt")],
                                ("not a PyTorch policy checkpoint",), (str(tmp / "k.pt"),)),
-        "twins without dagger": Case(["pretrain", "--corpus", str(tmp / "corpus"),
-                                      "--dagger-twins"], ("--dagger-twins needs --dagger > 0",)),
         "ema decay 1": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--ema-decay", "1"],
                             ("--ema-decay must be in [0, 1)",)),
         "dagger follow 2": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--dagger",

@@ -88,34 +88,3 @@ def test_a_device_without_room_is_masked():
     needs = a.need > 0
     assert not ro.mask[0, needs, 1].any()
     assert (ro.placements[0, needs] != 1).all()
-
-
-@pytest.mark.parametrize("cluster", ["post-4gpu", "hdp-8gpu"])
-def test_mixed_rollout_reads_the_target_up_to_renaming_empty_twin_devices(cluster):
-    """A target that is HEFT's placement with two GPUs' names swapped is HEFT's placement up to
-    a renaming of twins: with ``twins``, the policy's own (HEFT's) choices are the labels."""
-    from gplace.gnn.features import twin_groups
-    p = problem(6, cluster)
-    a = build_sched(p)
-    s, w = heft_weights(p)
-    heft = rollout(a, s, w, GREEDY).placements[0]
-    used = [d for d in range(p.num_devices) if (heft == d).any() and d > 0]  # GPUs, twins
-    assert len(used) >= 2
-    g1, g2 = used[0], used[-1]
-    swapped = heft.copy()
-    swapped[heft == g1], swapped[heft == g2] = g2, g1
-    twins = twin_groups(p)
-    plain = rollout(a, s, w, MIXED, forced=swapped[None], follow=0.0)
-    renamed = rollout(a, s, w, MIXED, forced=swapped[None], follow=0.0, twins=twins)
-    assert np.array_equal(plain.placements[0], heft) and np.array_equal(renamed.placements[0], heft)
-    assert np.array_equal(plain.targets[0], swapped)   # without twins: the target as given
-    assert np.array_equal(renamed.targets[0], heft)    # with them: renamed to the policy's GPUs
-    # the CPU has no twin: a target that moves HEFT's CPU units to a GPU is not renamed
-    cpu_moved = heft.copy()
-    cpu_moved[heft == 0] = g1
-    if (heft == 0).any():
-        assert not np.array_equal(rollout(a, s, w, MIXED, forced=cpu_moved[None], follow=0.0,
-                                          twins=twins).targets[0], heft)
-    # following the target (follow 1), the renaming never triggers
-    assert np.array_equal(rollout(a, s, w, MIXED, forced=swapped[None], follow=1.0,
-                                  twins=twins).targets[0], swapped)
