@@ -56,6 +56,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help=f"placements in each problem's elite set (default: {c.learn.elite_size})")
     p.add_argument("--ppo-epochs", type=int, default=c.learn.ppo_epochs,
                    help=f"gradient steps on each step's rollouts (default: {c.learn.ppo_epochs})")
+    p.add_argument("--temperature", type=float, default=c.learn.temperature,
+                   help="the samples and the loss use softmax(logits / T); 0.25 is what "
+                        f"`gplace place` fine-tunes at (default: {c.learn.temperature})")
     p.add_argument("--ema-decay", type=float, default=c.ema_decay,
                    help="validate and write an exponential moving average of the weights with "
                         f"this decay per step, e.g. 0.98 (default: {c.ema_decay}, off)")
@@ -97,6 +100,7 @@ def run(args) -> int:
                       (not 0 <= args.ce_work <= 1, "--ce-work must be in [0, 1]"),
                       (not 0 <= args.dagger_follow <= 1, "--dagger-follow must be in [0, 1]"),
                       (args.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
+                      (not args.temperature > 0, "--temperature must be > 0"),
                       (args.hidden_channels < 1, "--hidden-channels must be >= 1"),
                       (args.num_layers < 1, "--num-layers must be >= 1"),
                       (not 0 <= args.ema_decay < 1, "--ema-decay must be in [0, 1)"),
@@ -134,7 +138,8 @@ def run(args) -> int:
                                        w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
                                        ppo_epochs=args.ppo_epochs, dagger=args.dagger,
                                        dagger_follow=args.dagger_follow, ce_work=args.ce_work,
-                                       elite_size=args.elite_size))
+                                       elite_size=args.elite_size,
+                                       temperature=args.temperature))
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem
     run_pretrain(cfg, out, log_dir, resume=args.resume, devices=args.devices,

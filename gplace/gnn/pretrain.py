@@ -206,7 +206,8 @@ class PretrainModule(L.LightningModule):
         seeds = [int(np.random.default_rng([self.cfg.seed, step, j, 7]).integers(2**31))
                  for j in range(len(states))]
         # samples 0: imitation only (the elite cross-entropy), no rollouts to measure
-        batches = [sample(self.policy, s, cfg.samples, sd) if cfg.samples else None
+        batches = [sample(self.policy, s, cfg.samples, sd, temperature=cfg.temperature)
+                   if cfg.samples else None
                    for s, sd in zip(states, seeds)]
         opt = self.optimizers()
         for _ in range(cfg.ppo_epochs):

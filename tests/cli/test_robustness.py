@@ -265,6 +265,8 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         "dagger follow 2": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--dagger",
                                  "1", "--dagger-follow", "2"],
                                 ("--dagger-follow must be in [0, 1]",)),
+        "temperature 0": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--temperature",
+                               "0"], ("--temperature must be > 0",)),
         # untrusted graphs, refused before any TF process starts
         "untrusted place": Case(["place", str(hostile), "--measure", "real", "--cluster",
                                  "local-procs", "--out", str(tmp / "hostile-out")],

@@ -172,3 +172,25 @@ def test_init_starts_from_the_checkpoint_and_trains_on(corpus, tmp_path):
     assert not all(torch.equal(start[k], after[k]) for k in start)
     with pytest.raises(ConfigError, match="8 channels and 1 layers, the config asks for 16"):
         PretrainModule(cfg)
+
+
+def test_samples_and_loss_share_the_temperature(corpus, tmp_path, monkeypatch):
+    """At --temperature T the rollouts are drawn, and their old log-probabilities taken, at T,
+    as the loss scores them: PPO's first ratio is 1 (at T=1 on the samples it would not be)."""
+    import gplace.gnn.pretrain as pretrain
+    from gplace.gnn.learn import decision_logp, tempered
+    seen = []
+
+    def spy(policy, state, count, seed, measure=None, temperature=1.0):
+        batch = real(policy, state, count, seed, measure, temperature)
+        with torch.no_grad():
+            now, _ = decision_logp(tempered(policy(state.features), 0.25), batch.ro)
+        seen.append((temperature, float((now - batch.old_logp).abs().max())))
+        return batch
+
+    real = pretrain.sample
+    monkeypatch.setattr(pretrain, "sample", spy)
+    cfg = config(corpus, 1)
+    run_pretrain(replace(cfg, learn=replace(cfg.learn, temperature=0.25)), tmp_path / "p.pt",
+                 tmp_path / "runs", progress=False)
+    assert seen and all(t == 0.25 and gap < 1e-9 for t, gap in seen)
