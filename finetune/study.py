@@ -10,8 +10,10 @@ estimates). Clusters: post-4gpu and hetero (seen in pretraining), hdp-8gpu (unse
 the K40 kind). Per case and seed (3 seeds), at equal sample budgets:
 
 * ``best heuristic``: the best of the cheap heuristics at full granularity (no samples);
-* ``zero-shot``: the policy's greedy rollout (no samples; the same for every seed);
-  ``best of 16``: the best of 16 policy samples, reported apart;
+* ``zero-shot``: the placement `gplace place` starts from, no samples: the best of the greedy
+  rollout and 64 policy rollouts by the list schedule's own makespan estimate (nothing
+  measured); ``greedy``: the greedy rollout alone; ``best of 16``: the best of 16 measured
+  policy samples, reported apart;
 * ``ft N +h``: fine-tuning as `gplace place` runs it (heuristic placements in the starting elite
   set), best within the first N samples; ``untrained ft N +h``: the same with the same network
   freshly initialized (the ablation);
@@ -135,20 +137,24 @@ def best_of_16(problem, m, policy, seed: int) -> float:
     return float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
 
 
-COLUMNS = ("zero-shot", "best of 16", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
+COLUMNS = ("zero-shot", "greedy", "best of 16", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
            "anneal 2400 +h", "untrained ft 100 +h", "untrained ft 300 +h", "ft 100",
-           "untrained ft 100", "untrained zero-shot", "lower bound")
+           "untrained ft 100", "untrained zero-shot", "untrained greedy", "lower bound")
 
 
 def zero_shot_runs(problem, m, policy, seed: int) -> dict[str, float]:
-    """Zero-shot rows only: the pretrained and the freshly initialized network, no samples,
-    and the best of 16 policy samples."""
+    """Zero-shot rows only: the pretrained and the freshly initialized network, no samples
+    (zero-shot as `gplace place` makes it, and the greedy rollout alone), and the best of 16
+    measured policy samples."""
     from gplace.gnn.learn import ProblemState, greedy
+    from gplace.gnn.placer import GNNPlacer
     state = ProblemState(problem, m)
     rows = {}
     for tag, net in (("", policy), ("untrained ", fresh_network(policy, seed))):
-        r = m.measure(greedy(net, state)[None])
-        rows[f"{tag}zero-shot"] = float(r.step_time_s[0]) if r.feasible[0] else np.inf
+        for col, placement in ((f"{tag}zero-shot", GNNPlacer(seed, policy=net).zero_shot(problem)),
+                               (f"{tag}greedy", greedy(net, state))):
+            r = m.measure(placement[None])
+            rows[col] = float(r.step_time_s[0]) if r.feasible[0] else np.inf
     rows["best of 16"] = best_of_16(problem, m, policy, seed)
     return rows
 
@@ -214,7 +220,8 @@ def ablation(records: list[dict]) -> dict[str, dict]:
     out = {}
     cases = sorted({(r["graph"], r["cluster"]) for r in records})
     for a, b in (("ft 100 +h", "untrained ft 100 +h"), ("ft 300 +h", "untrained ft 300 +h"),
-                 ("ft 100", "untrained ft 100"), ("zero-shot", "untrained zero-shot")):
+                 ("ft 100", "untrained ft 100"), ("zero-shot", "untrained zero-shot"),
+                 ("greedy", "untrained greedy")):
         x = []
         for g, c in cases:
             rs = [r[a] / r[b] for r in records if (r["graph"], r["cluster"]) == (g, c) and a in r]

@@ -73,5 +73,11 @@ class FinetuneConfig:
     local_start: float = 0.2     # local share of the first round
     local_ramp: int = 150        # samples over which the local share reaches local_fraction
     policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
+    zero_shot_rollouts: int = 64 # zero-shot: the best of the greedy rollout and this many
+                                 # sampled ones by the list schedule's own makespan estimate
+                                 # (nothing measured; 0: the greedy rollout). 64: picked on the
+                                 # 48 wider validation problems with round 4c (greedy 0.757x
+                                 # the best heuristic, 16: 0.742x, 64: 0.739x;
+                                 # finetune/attempts/v19_zero_shot_rollouts)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)

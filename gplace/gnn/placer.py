@@ -4,7 +4,8 @@ list scheduler, then fine-tuning with Post's objective.
     placer = gplace.load()                       # the checkpoint shipped with the package
     result = placer.place(problem, SimMeasurer(problem), budget=300, seeds=heuristic_placements)
 
-Zero-shot is the greedy rollout (no samples). Fine-tuning spends the budget in rounds through
+Zero-shot spends no samples: the best of the greedy rollout and 64 sampled rollouts by the
+list schedule's own makespan estimate (nothing measured). Fine-tuning spends the budget in rounds through
 the budget-counting Tracker; each round splits its samples between
 - policy rollouts, to which Post's objective (gplace.gnn.learn: PPO + elite cross-entropy) is
   applied, and
@@ -29,6 +30,7 @@ from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.learn import ProblemState, decision_logp, greedy, loss, sample, tempered
 from gplace.gnn.policy import GNNPolicy
+from gplace.gnn.schedule import GREEDY, SAMPLE, rollout
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
@@ -48,8 +50,28 @@ class GNNPlacer:
         self.config = config or FinetuneConfig()
 
     def zero_shot(self, problem: PlacementProblem) -> np.ndarray:
-        """The greedy rollout's placement; no samples spent."""
-        return greedy(self.policy, ProblemState(problem, _NoMeasurer()))
+        """The placement fine-tuning starts from, with no samples spent (:meth:`_zero_shot`)."""
+        return self._zero_shot(self.policy, ProblemState(problem, _NoMeasurer()))
+
+    def _zero_shot(self, policy: GNNPolicy, state: ProblemState) -> np.ndarray:
+        """The greedy rollout, or, with ``zero_shot_rollouts`` K > 0, the best of it and K
+        rollouts sampled at the fine-tuning temperature, ranked by the list schedule's own
+        makespan estimate: nothing is measured. On the 48 wider validation problems the
+        shipped policy's greedy rollouts are 0.741x the best heuristic, the best of 64 by
+        estimate 0.720x (finetune/attempts/v19_zero_shot_rollouts)."""
+        with torch.no_grad():
+            s, w = tempered(policy(state.features), self.config.learn.temperature).numpy()
+        greedy_ro = rollout(state.sched, s, w, GREEDY)
+        best, best_est = greedy_ro.placements[0], greedy_ro.estimate_s[0]
+        left, chunk = self.config.zero_shot_rollouts, 0
+        while left > 0:  # in chunks: the rollouts' decision features take memory
+            ro = rollout(state.sched, s, w, SAMPLE, count=min(left, 16),
+                         seed=[self.seed, chunk, 17])
+            k = int(np.argmin(ro.estimate_s))
+            if ro.estimate_s[k] < best_est:
+                best, best_est = ro.placements[k], ro.estimate_s[k]
+            left, chunk = left - len(ro.estimate_s), chunk + 1
+        return best
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
               seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:
@@ -59,7 +81,7 @@ class GNNPlacer:
         policy = copy.deepcopy(self.policy).train()
         tracker = Tracker(problem, measurer, budget)
         state = ProblemState(problem, measurer, elite_size=cfg.elite_size)
-        zero = greedy(policy, state)
+        zero = self._zero_shot(policy, state)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
         state.offer(candidates, m.step_time_s, m.feasible, m.low_s, m.high_s)

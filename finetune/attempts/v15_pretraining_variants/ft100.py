@@ -2,17 +2,20 @@
 the untrained arm is v14's `base` rows (the same cases, seeds and settings). Simulated. Usage
 (from the repository root):
     python finetune/attempts/v15_pretraining_variants/ft100.py OUT.json CKPT [CKPT ...]"""
-import json, sys, time
+import dataclasses, json, sys, time
 from pathlib import Path
 import numpy as np
 sys.path.insert(0, ".")
 import torch
 torch.set_num_threads(1)
 from finetune.study import build_case, CLUSTERS
+from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.placer import GNNPlacer
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.corpus import list_corpus
 
+# made when zero-shot was the greedy rollout (before v19's zero_shot_rollouts)
+GREEDY_START = dataclasses.replace(FinetuneConfig(), zero_shot_rollouts=0)
 out = Path(sys.argv[1])
 ckpts = sys.argv[2:]
 graphs = ("xception_b8_96", "gru_lm_2l_h512", "wide_deep_8x100k")
@@ -28,7 +31,7 @@ for entry in [e for e in list_corpus("datasets") if e.split == "validation" and 
                 if (entry.name, cluster, seed, c) in have:
                     continue
                 t0 = time.perf_counter()
-                r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
+                r = GNNPlacer(seed=seed, policy=net, config=GREEDY_START).place(problem, m, 100)
                 curve = np.minimum(r.history.best_so_far(), r.info["start_step_time_s"])
                 done.append({"graph": entry.name, "cluster": cluster, "seed": seed,
                              "checkpoint": c, "ratio": float(curve[-1] / best_h),
