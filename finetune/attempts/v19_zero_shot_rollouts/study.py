@@ -13,6 +13,8 @@ VARIANTS = {  # name: FinetuneConfig fields (learn.* for LearnConfig)
     "ce1": {"zero_shot_rollouts": 0, "learn.ce_weight": 1.0},
     "ce0.3": {"zero_shot_rollouts": 0, "learn.ce_weight": 0.3},
     "ce1lr3e-3": {"zero_shot_rollouts": 0, "learn.ce_weight": 1.0, "learn.lr": 3e-3},
+    "T0.5": {"learn.temperature": 0.5},
+    "T0.15": {"learn.temperature": 0.15},
     # "screen8" and "zs64screen8" ran with an option removed after this study, "suffix0.5" and
     # "suffix1" ({"suffix_moves": 0.5 or 1.0}) with suffix_moves.patch applied (README)
 }
