@@ -69,7 +69,8 @@ def placer_rows(result) -> list[PlacerRow]:
                       "everything on the fastest device" if name == "single" else "heuristic")
             for name, r in result.heuristics.items()]
     rows.append(PlacerRow("gnn (zero-shot)", s.zero_shot_step_time_s, 0,
-                          "the pretrained policy's greedy placement"))
+                          "the pretrained policy, no samples (the best of its greedy "
+                          "and sampled rollouts by its own schedule estimate)"))
     if s.samples:
         rows.append(PlacerRow("gnn (fine-tuned)", result.finetune.step_time_s, s.samples,
                               "fine-tuning from the zero-shot and heuristic placements"))

@@ -30,7 +30,7 @@ class PlaceSummary:
     single_device_s: float       # everything on the single fastest device ("single" heuristic)
     best_heuristic: BestHeuristic
     lower_bound_s: float         # from the cost model, even when step times are measured
-    zero_shot_step_time_s: float | None  # the policy's greedy placement, before fine-tuning
+    zero_shot_step_time_s: float | None  # the policy's zero-shot placement, before fine-tuning
     samples: int                 # measured placements charged to the fine-tuning budget
     wall_s: float                # seconds place() took (left out of placement.json)
     measure: str                 # "sim" or "real"
