@@ -5,8 +5,8 @@ list scheduler, then fine-tuning with Post's objective.
     result = placer.place(problem, SimMeasurer(problem), budget=300, seeds=heuristic_placements)
 
 Zero-shot spends no samples: the best of the greedy rollout and 64 sampled rollouts by the
-list schedule's own makespan estimate (nothing measured). Fine-tuning spends the budget in rounds through
-the budget-counting Tracker; each round splits its samples between
+list schedule's own makespan estimate (nothing measured). Fine-tuning spends the budget in
+rounds through the budget-counting Tracker; each round splits its samples between
 - policy rollouts, to which Post's objective (gplace.gnn.learn: PPO + elite cross-entropy) is
   applied, and
 - local moves of the best placement so far: one unit, or a chain of it and its
@@ -28,7 +28,7 @@ import torch
 
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
-from gplace.gnn.learn import ProblemState, decision_logp, greedy, loss, sample, tempered
+from gplace.gnn.learn import ProblemState, decision_logp, loss, sample, tempered
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.schedule import GREEDY, SAMPLE, rollout
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
