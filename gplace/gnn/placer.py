@@ -57,8 +57,8 @@ class GNNPlacer:
         """The greedy rollout, or, with ``zero_shot_rollouts`` K > 0, the best of it and K
         rollouts sampled at the fine-tuning temperature, ranked by the list schedule's own
         makespan estimate: nothing is measured. On the 48 wider validation problems the
-        shipped policy's greedy rollouts are 0.741x the best heuristic, the best of 64 by
-        estimate 0.720x (finetune/attempts/v19_zero_shot_rollouts)."""
+        shipped policy's greedy rollouts are 0.732x the best heuristic, the best of 64 by
+        estimate 0.713x (finetune/attempts/v19_zero_shot_rollouts)."""
         with torch.no_grad():
             s, w = tempered(policy(state.features), self.config.learn.temperature).numpy()
         greedy_ro = rollout(state.sched, s, w, GREEDY)
