@@ -151,7 +151,8 @@ def zero_shot_runs(problem, m, policy, seed: int) -> dict[str, float]:
     state = ProblemState(problem, m)
     rows = {}
     for tag, net in (("", policy), ("untrained ", fresh_network(policy, seed))):
-        for col, placement in ((f"{tag}zero-shot", GNNPlacer(seed, policy=net).zero_shot(problem)),
+        zero = GNNPlacer(seed, policy=net).zero_shot(problem, state)
+        for col, placement in ((f"{tag}zero-shot", zero),
                                (f"{tag}greedy", greedy(net, state))):
             r = m.measure(placement[None])
             rows[col] = float(r.step_time_s[0]) if r.feasible[0] else np.inf

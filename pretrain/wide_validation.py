@@ -5,21 +5,28 @@ nowhere else (48 problems). Used to pick round 2b (pretrain/README.md). Simulate
     .venv/bin/python -m pretrain.wide_validation untrained pretrain/round2.pt gplace/checkpoints/policy.pt
 """
 import sys, numpy as np, torch
-from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import list_corpus
 from gplace.gnn.pretrain import cluster_of, build_state, zero_shot_time
 from gplace.gnn.policy import GNNPolicy
-torch.set_num_threads(1)
-entries = [e for e in list_corpus('pretrain/corpus84') if e.split == 'validation']
-specs = [(e, c) for i, e in enumerate(entries) for c in ['post-2gpu', 'post-4gpu', 'hetero', 'hdp-8gpu'] + [3_000_000 + 10 * i + j for j in range(4)]]
-pols = {}
-for p in sys.argv[1:]:
-    pols[p] = GNNPolicy() if p == 'untrained' else GNNPolicy.load(p)[0]
-res = {p: [] for p in pols}
-for e, c in specs:
-    st = build_state(e, cluster_of(c), 1)
-    for p, pol in pols.items():
-        res[p].append(zero_shot_time(pol, st) / st.ref_time_s)
-for p, r in res.items():
-    r = np.array(r)
-    print(f"{p:50s} geomean {np.exp(np.log(r).mean()):.4f}  <=1: {(r <= 1 + 1e-9).mean():.2f}  n={len(r)}")
+
+
+def wide_problems() -> list:
+    """(corpus entry, cluster spec) of the 48 problems: the 6 validation graphs x 4 presets and
+    4 random clusters (seeds used nowhere else)."""
+    entries = [e for e in list_corpus('pretrain/corpus84') if e.split == 'validation']
+    return [(e, c) for i, e in enumerate(entries)
+            for c in ['post-2gpu', 'post-4gpu', 'hetero', 'hdp-8gpu']
+            + [3_000_000 + 10 * i + j for j in range(4)]]
+
+
+if __name__ == "__main__":
+    torch.set_num_threads(1)
+    pols = {p: GNNPolicy() if p == 'untrained' else GNNPolicy.load(p)[0] for p in sys.argv[1:]}
+    res = {p: [] for p in pols}
+    for e, c in wide_problems():
+        st = build_state(e, cluster_of(c), 1)
+        for p, pol in pols.items():
+            res[p].append(zero_shot_time(pol, st) / st.ref_time_s)
+    for p, r in res.items():
+        r = np.array(r)
+        print(f"{p:50s} geomean {np.exp(np.log(r).mean()):.4f}  <=1: {(r <= 1 + 1e-9).mean():.2f}  n={len(r)}")

@@ -49,9 +49,12 @@ class GNNPlacer:
         self.policy, self.meta, self.seed = policy, dict(meta or {}), seed
         self.config = config or FinetuneConfig()
 
-    def zero_shot(self, problem: PlacementProblem) -> np.ndarray:
-        """The placement fine-tuning starts from, with no samples spent (:meth:`_zero_shot`)."""
-        return self._zero_shot(self.policy, ProblemState(problem, _NoMeasurer()))
+    def zero_shot(self, problem: PlacementProblem,
+                  state: ProblemState | None = None) -> np.ndarray:
+        """The placement fine-tuning starts from, with no samples spent (:meth:`_zero_shot`);
+        ``state``: the problem's ProblemState, if the caller has one (its features and
+        scheduler arrays are then not built again)."""
+        return self._zero_shot(self.policy, state or ProblemState(problem, _NoMeasurer()))
 
     def _zero_shot(self, policy: GNNPolicy, state: ProblemState) -> np.ndarray:
         """The greedy rollout, or, with ``zero_shot_rollouts`` K > 0, the best of it and K

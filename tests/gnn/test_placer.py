@@ -78,6 +78,7 @@ def test_zero_shot_keeps_the_rollout_with_the_best_own_estimate():
     assert np.array_equal(plain.zero_shot(p), g)
     picks = [GNNPlacer(seed=k, policy=policy).zero_shot(p) for k in (0, 0, 1, 2, 3)]
     assert np.array_equal(picks[0], picks[1])
+    assert np.array_equal(GNNPlacer(seed=0, policy=policy).zero_shot(p, state), picks[0])
     assert all(estimate(z) <= estimate(g) for z in picks)
     assert any(estimate(z) < estimate(g) for z in picks)
     assert len({z.tobytes() for z in picks[1:]}) > 1

@@ -4,8 +4,9 @@ members' scores s and decision weights w, which is the mean of their logits at e
 the v18 runs (pretrain/runs/<run>/, not committed; r5c300 is the shipped policy). Usage:
     python finetune/attempts/v19_zero_shot_rollouts/ensembles.py 4c 5c300 4c+5c300 ..."""
 import sys, numpy as np, torch
+sys.path.insert(0, ".")
+from pretrain.wide_validation import wide_problems
 from torch import nn
-from gplace.gnn.corpus import list_corpus
 from gplace.gnn.pretrain import cluster_of, build_state, zero_shot_time
 from gplace.gnn.policy import GNNPolicy, Scores
 torch.set_num_threads(1)
@@ -20,8 +21,7 @@ P = {'3c': 'pretrain/round3c.pt', '4c': 'pretrain/round4c.pt',
 L = {k: GNNPolicy.load(v)[0] for k, v in P.items() if any(k in c.split('+') for c in sys.argv[1:])}
 combos = [s.split('+') for s in sys.argv[1:]]
 pols = {'+'.join(c): (L[c[0]] if len(c) == 1 else Ens([L[k] for k in c])) for c in combos}
-entries = [e for e in list_corpus('pretrain/corpus84') if e.split == 'validation']
-wide = [(e, c) for i, e in enumerate(entries) for c in ['post-2gpu', 'post-4gpu', 'hetero', 'hdp-8gpu'] + [3_000_000 + 10 * i + j for j in range(4)]]
+wide = wide_problems()
 res = {p: [] for p in pols}
 with torch.no_grad():
     for e, c in wide:

@@ -3,14 +3,14 @@ as the greedy rollout (K=0) and as the best of the greedy rollout and K sampled 
 the list schedule's own estimate (FinetuneConfig.zero_shot_rollouts; nothing measured). Simulated.
     python finetune/attempts/v19_zero_shot_rollouts/zero_shot_k.py CKPT|untrained ..."""
 import sys, numpy as np, torch, dataclasses
+sys.path.insert(0, ".")
+from pretrain.wide_validation import wide_problems
 torch.set_num_threads(1)
-from gplace.gnn.config import FinetuneConfig, PretrainConfig
-from gplace.gnn.corpus import list_corpus
+from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.pretrain import cluster_of, build_state
 from gplace.gnn.placer import GNNPlacer
 from gplace.gnn.policy import GNNPolicy
-entries = [e for e in list_corpus('pretrain/corpus84') if e.split == 'validation']
-wide = [(e, c) for i, e in enumerate(entries) for c in ['post-2gpu', 'post-4gpu', 'hetero', 'hdp-8gpu'] + [3_000_000 + 10 * i + j for j in range(4)]]
+wide = wide_problems()
 Ks = [0, 16, 64]
 ck = sys.argv[1:]
 res = {(c, k): [] for c in ck for k in Ks}
