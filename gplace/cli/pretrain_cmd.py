@@ -48,6 +48,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--dagger-follow", type=float, default=c.learn.dagger_follow, metavar="P",
                    help="probability that the --dagger schedule follows the elite at a decision "
                         f"(default: {c.learn.dagger_follow})")
+    p.add_argument("--dagger-temperature", type=float, default=c.learn.dagger_temperature,
+                   metavar="T", help="the --dagger schedule's other decisions are drawn from the "
+                        "policy at temperature T, the states fine-tuning's samples reach "
+                        "(default: 0, the policy's argmax)")
     p.add_argument("--ce-work", type=float, default=c.learn.ce_work, metavar="SHARE",
                    help="share of the imitation cross-entropies' weight given to decisions in "
                         "proportion to the unit's work, the rest spread evenly (default: "
@@ -99,6 +103,7 @@ def run(args) -> int:
                       (args.dagger < 0, "--dagger must be >= 0"),
                       (not 0 <= args.ce_work <= 1, "--ce-work must be in [0, 1]"),
                       (not 0 <= args.dagger_follow <= 1, "--dagger-follow must be in [0, 1]"),
+                      (args.dagger_temperature < 0, "--dagger-temperature must be >= 0"),
                       (args.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
                       (not args.temperature > 0, "--temperature must be > 0"),
                       (args.hidden_channels < 1, "--hidden-channels must be >= 1"),
@@ -138,6 +143,7 @@ def run(args) -> int:
                                        w0_lr_scale=args.w0_lr_scale, ce_weight=args.ce_weight,
                                        ppo_epochs=args.ppo_epochs, dagger=args.dagger,
                                        dagger_follow=args.dagger_follow, ce_work=args.ce_work,
+                                       dagger_temperature=args.dagger_temperature,
                                        elite_size=args.elite_size,
                                        temperature=args.temperature))
     out = Path(args.out)

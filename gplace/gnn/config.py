@@ -21,6 +21,8 @@ class LearnConfig:
                                  # policy's own greedy schedule (learn.onpolicy_loss)
     dagger_follow: float = 0.5   # ... which follows the elite at each decision with this
                                  # probability (0: the policy's own states only)
+    dagger_temperature: float = 0.0  # > 0: ... and otherwise samples the policy at this
+                                     # temperature instead of taking its argmax
     ce_work: float = 0.0         # share of each imitation cross-entropy's weight spread over
                                  # the decisions by the unit's work (learn.decision_weights;
                                  # 0: every decision counts the same)

@@ -25,7 +25,8 @@ import gplace.post as post
 from gplace.gnn.config import LearnConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
-from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, SAMPLE, Rollouts,
+from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, MIXED_SAMPLE, SAMPLE,
+                                  Rollouts,
                                  build_sched, rollout)
 from gplace.measure import Measurer
 from gplace.sim.measurer import SimMeasurer
@@ -199,9 +200,11 @@ def elite_loss(scores: Scores, state: ProblemState, work_share: float = 0.0) -> 
 
 
 def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int,
-                  work_share: float = 0.0) -> torch.Tensor:
+                  work_share: float = 0.0, explore: float = 0.0) -> torch.Tensor:
     """Cross-entropy towards the best elite's devices at the states of a rollout that follows
-    the elite at each decision with probability ``follow`` and the policy's argmax otherwise.
+    the elite at each decision with probability ``follow`` and the policy's argmax otherwise
+    (with ``explore`` > 0: a draw from the policy's softmax at ``explore`` times the
+    temperature of ``scores``, the states fine-tuning's samples reach).
 
     Imitation along the elite's own schedule (elite_loss) teaches decisions in states the
     policy never reaches once one of its choices differs; on sampled training problems the
@@ -211,8 +214,12 @@ def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int,
     if not state.elites:
         return scores.s.sum() * 0.0
     target = state.elites[0].placement
-    ro = rollout(state.sched, *scores.numpy(), MIXED, seed=seed, forced=target[None],
-                 follow=follow)
+    s, w = scores.numpy()
+    if explore > 0:
+        ro = rollout(state.sched, s / explore, w / explore, MIXED_SAMPLE, seed=seed,
+                     forced=target[None], follow=follow)
+    else:
+        ro = rollout(state.sched, s, w, MIXED, seed=seed, forced=target[None], follow=follow)
     logp = decision_logp(scores, ro, target[None])[0][0]
     mask = torch.as_tensor(ro.mask[0])
     t = torch.as_tensor(target)
@@ -234,7 +241,8 @@ def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
              else scores.s.sum() * 0.0)
     if cfg.dagger:
         total = total + cfg.dagger * onpolicy_loss(scores, state, cfg.dagger_follow, seed,
-                                                   cfg.ce_work)
+                                                   cfg.ce_work,
+                                                   cfg.dagger_temperature / cfg.temperature)
     if batch is not None and len(batch.rewards):
         logp, all_logp = decision_logp(scores, batch.ro)
         adv = post.normalize(torch.as_tensor(batch.rewards))[:, None]     # (K, 1)

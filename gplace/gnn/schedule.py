@@ -36,7 +36,7 @@ from numba import njit
 from gplace.problem import PlacementProblem
 
 DYN_FEATURES = 8
-SAMPLE, GREEDY, FORCED, MIXED = 0, 1, 2, 3  # rollout modes
+SAMPLE, GREEDY, FORCED, MIXED, MIXED_SAMPLE = 0, 1, 2, 3, 4  # rollout modes
 
 
 class SchedArrays(NamedTuple):
@@ -137,14 +137,16 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     FORCED follows ``forced`` ((count, units) placements) to record their features, MIXED
     follows ``forced`` at each decision with probability ``follow`` (uniforms from ``seed``)
     and takes the argmax otherwise: the states the policy itself reaches, for imitation along
-    its own schedule (DAgger, Ross et al. 2011)."""
+    its own schedule (DAgger, Ross et al. 2011); MIXED_SAMPLE is MIXED with the other
+    decisions drawn from the softmax (the states of the policy's samples)."""
     nu, nd = a.num_units, a.num_devices
     if forced is not None:
         forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
         count = forced.shape[0]
     else:
         forced = np.zeros((count, nu), np.int64)
-    u01 = (np.random.default_rng(seed).random((count, nu)) if mode in (SAMPLE, MIXED)
+    u01 = (np.random.default_rng(seed).random((count, nu))
+           if mode in (SAMPLE, MIXED, MIXED_SAMPLE)
            else np.zeros((count, nu)))
     placements = np.zeros((count, nu), np.int64)
     phi = np.zeros((count, nu, nd, DYN_FEATURES), np.float32)
@@ -192,9 +194,11 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         if placed < 0:
             _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                       unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            if mode == 2 or (mode == 3 and u01[u] < follow):
+            if mode == 2 or (mode >= 3 and u01[u] < follow):
                 mask[u, forced[u]] = True
                 d = forced[u]
+            elif mode == 4:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
+                d = _choose(s[u], w[u], phi[u], mask[u], 0, (u01[u] - follow) / (1.0 - follow))
             else:
                 d = _choose(s[u], w[u], phi[u], mask[u], 1 if mode == 3 else mode, u01[u])
             unit_dev[u] = d

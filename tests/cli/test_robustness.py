@@ -265,6 +265,9 @@ def build_cases(tmp: Path) -> dict[str, Case]:
         "dagger follow 2": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--dagger",
                                  "1", "--dagger-follow", "2"],
                                 ("--dagger-follow must be in [0, 1]",)),
+        "dagger temperature -1": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--dagger",
+                                       "1", "--dagger-temperature", "-1"],
+                                      ("--dagger-temperature must be >= 0",)),
         "temperature 0": Case(["pretrain", "--corpus", str(tmp / "corpus"), "--temperature",
                                "0"], ("--temperature must be > 0",)),
         # untrusted graphs, refused before any TF process starts
@@ -302,7 +305,7 @@ CASES = [
     "disk fills up", "resume without checkpoint", "resume empty", "resume junk", "resume cut",
     "resume pickle", "resume foreign", "resume other model", "policy empty", "policy junk",
     "corpus missing", "imitation without experts", "experts from junk", "ema decay 1",
-    "dagger follow 2",
+    "dagger follow 2", "dagger temperature -1", "temperature 0", "init from junk",
     "untrusted place", "untrusted calibrate",
 ]
 

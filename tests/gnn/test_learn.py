@@ -6,7 +6,7 @@ import torch
 
 from gplace.cluster import load_cluster
 from gplace.gnn.learn import (LearnConfig, ProblemState, decision_logp, decision_weights,
-                              elite_loss, greedy, loss, onpolicy_loss, sample)
+                              elite_loss, greedy, loss, onpolicy_loss, sample, tempered)
 from gplace.gnn.policy import GNNPolicy
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
@@ -104,6 +104,31 @@ def test_onpolicy_imitation_makes_the_elite_the_greedy_placement():
     with torch.no_grad():
         assert float(loss(policy, st, None, cfg)) == float(
             onpolicy_loss(policy(st.features), st, cfg.dagger_follow, 0))
+
+
+def test_sampled_onpolicy_imitation_teaches_the_elite_and_reaches_other_states():
+    """--dagger-temperature: the states come from the policy's draws, not its argmax; the
+    labels stay the elite's, so the elite still becomes the greedy placement."""
+    torch.manual_seed(0)
+    st = state(3, "post-4gpu")
+    policy = GNNPolicy(hidden_channels=16, num_layers=2)
+    target = np.full(st.problem.num_units, st.problem.num_devices - 1)
+    st.offer(target[None], np.array([1.0]), np.array([True]))
+    with torch.no_grad():
+        scores = policy(st.features)
+        argmax = float(onpolicy_loss(scores, st, 0.0, 0))
+        drawn = [float(onpolicy_loss(scores, st, 0.0, k, explore=1.0)) for k in range(3)]
+    assert len(set(drawn)) > 1 and argmax not in drawn  # other states, seeded draws
+    opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    for step in range(150):
+        opt.zero_grad()
+        onpolicy_loss(policy(st.features), st, 0.0, step, explore=1.0).backward()
+        opt.step()
+    assert (greedy(policy, st) == target).mean() > 0.9
+    cfg = LearnConfig(ce_weight=0.0, dagger=1.0, dagger_temperature=0.5, temperature=0.5)
+    with torch.no_grad():  # the draws' temperature is absolute: here the loss' own
+        assert float(loss(policy, st, None, cfg)) == float(onpolicy_loss(
+            tempered(policy(st.features), 0.5), st, cfg.dagger_follow, 0, explore=1.0))
 
 
 def test_work_weighted_cross_entropy_counts_each_decision_by_its_units_work():

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from gplace.cluster import load_cluster
-from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, SAMPLE, build_sched,
+from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, MIXED_SAMPLE, SAMPLE,
+                                 build_sched,
                                  rollout)
 from gplace.placers import SimMeasurer, get_placer
 from gplace.problem import PlacementProblem
@@ -60,6 +61,30 @@ def test_mixed_rollout_follows_the_target_at_the_given_rate_and_is_greedy_elsewh
     own = half.placements[0] != target
     allowed = np.where(half.mask[0], half.phi[0, :, :, 0], np.inf)
     assert (half.phi[0, own, half.placements[0, own], 0] == allowed[own].min(-1)).all()
+
+
+def test_mixed_sample_rollout_follows_the_target_at_the_given_rate_and_samples_elsewhere():
+    p = problem(6)
+    a = build_sched(p)
+    s, w = heft_weights(p)
+    target = (rollout(a, s, w, GREEDY).placements[0] + 1) % p.num_devices
+    assert np.array_equal(
+        rollout(a, s, w, MIXED_SAMPLE, forced=target[None], follow=1.0).placements[0],
+        rollout(a, s, w, FORCED, forced=target[None]).placements[0])
+    # one device dominates every decision: off the target, the draws take it wherever allowed
+    s2 = s.copy()
+    s2[:, 2] = 50.0
+    half = rollout(a, s2, w * 0, MIXED_SAMPLE, forced=target[None], follow=0.5, seed=3)
+    assert np.array_equal(half.placements, rollout(a, s2, w * 0, MIXED_SAMPLE,
+                                                   forced=target[None], follow=0.5,
+                                                   seed=3).placements)
+    own = half.placements[0] != target
+    assert 0.25 < 1 - own.mean() < 0.85
+    assert (half.placements[0, own] == 2).all()
+    # with flat logits the draws off the target spread over the devices, unlike the argmax
+    flat = rollout(a, s * 0, w * 0, MIXED_SAMPLE, forced=target[None], follow=0.5, seed=4)
+    off = flat.placements[0][flat.placements[0] != target]
+    assert len(np.unique(off)) > 1
 
 
 def test_sampling_is_seeded_and_follows_the_logits():
