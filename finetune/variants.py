@@ -30,7 +30,8 @@ def config(fields: dict):
     return dataclasses.replace(base, **top, learn=dataclasses.replace(base.learn, **learn))
 
 
-def main(variants: dict[str, dict], argv: list[str]) -> None:
+def main(variants: dict[str, dict], argv: list[str], graphs: tuple[str, ...] = GRAPHS,
+         split: str = "validation") -> None:
     import torch
     torch.set_num_threads(1)
     from finetune.study import CLUSTERS, build_case, fresh_network
@@ -42,8 +43,8 @@ def main(variants: dict[str, dict], argv: list[str]) -> None:
     policy = load_policy(argv[4] if len(argv) > 4 else None)[0]
     done = json.loads(out.read_text()) if out.exists() else []
     have = {(r["graph"], r["cluster"], r["seed"], r["arm"], r["variant"]) for r in done}
-    for entry in [e for e in list_corpus("datasets") if e.split == "validation"
-                  and e.name in GRAPHS]:
+    for entry in [e for e in list_corpus("datasets") if e.split == split
+                  and e.name in graphs]:
         for cluster in CLUSTERS:
             problem, m, heur, bound = build_case(entry, cluster)
             best_h = min(r.step_time_s for r in heur.values() if r.feasible)
