@@ -12,7 +12,8 @@ compressed archive (pretrain/experts_round7.npz is round 7's), and `--restore FI
 archive's experts back into the cache, byte for byte, so that a fresh clone imitates the same
 targets without the searches:
 
-    .venv/bin/python -m pretrain.experts --corpus pretrain/corpus139 --restore pretrain/experts_round7.npz
+    .venv/bin/python -m pretrain.experts --corpus pretrain/corpus139 \
+        --restore pretrain/experts_round7.npz
 """
 
 from __future__ import annotations
