@@ -19,7 +19,6 @@ targets without the searches:
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 import zipfile
@@ -30,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from gplace.gnn.config import PretrainConfig
+from gplace.gnn.experts import EXPERT_FILE
 
 
 _POOLS: dict = {}  # per worker process: listing the problems loads every graph once
@@ -48,12 +48,10 @@ def one(cfg: PretrainConfig, i: int) -> tuple[str, float, float, float]:
 
 
 def _folders(corpus: str) -> dict[str, Path]:
-    """Each corpus graph's expert cache folder (beside the graph, as build_state keeps it)."""
+    """Each corpus graph's expert cache folder."""
     from gplace.gnn.corpus import list_corpus
-    return {e.name: e.path.parent / ".gplace-cache" / "experts" for e in list_corpus(corpus)}
-
-
-_GRAPH = re.compile(r"^(.+)-[0-9a-f]{16}-v\d+-b\d+-s\d+(-[0-9a-f]{12})?\.npy$")
+    from gplace.gnn.experts import expert_folder
+    return {e.name: expert_folder(e.path) for e in list_corpus(corpus)}
 
 
 def save_archive(corpus: str, path: str | Path) -> int:
@@ -63,7 +61,7 @@ def save_archive(corpus: str, path: str | Path) -> int:
     arrays = {}
     for name, folder in _folders(corpus).items():
         for f in sorted(folder.glob(f"{name}-*.npy")):
-            m = _GRAPH.match(f.name)
+            m = EXPERT_FILE.match(f.name)
             if m and m.group(1) == name:
                 a = np.load(f)
                 arrays[f.name] = a.astype(np.uint8) if a.min() >= 0 and a.max() < 256 else a
@@ -84,7 +82,7 @@ def restore_archive(corpus: str, path: str | Path) -> tuple[int, int, int]:
         raise SystemExit(f"pretrain.experts: {path}: not an experts archive ({e})") from None
     with archive:
         for key in archive.files:
-            m = _GRAPH.match(key)
+            m = EXPERT_FILE.match(key)
             if m is None or m.group(1) not in folders:
                 foreign += 1
                 continue

@@ -13,6 +13,7 @@ starting network), so it is cached beside the corpus like the heuristics' seeds.
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,15 @@ def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.
                   else GNNPolicy.load(start)[0])
         placer = GNNPlacer(seed=seed, policy=policy)
         return placer.place(problem, measurer, budget, seeds=list(seeds)).placement
+
+
+def expert_folder(graph_path: str | Path) -> Path:
+    """Where the experts of the corpus graph at ``graph_path`` are cached: beside it."""
+    return Path(graph_path).parent / ".gplace-cache" / "experts"
+
+
+# a cached expert's file name: {graph}-{problem key}-v{EXPERT_VERSION}-b{budget}-s{seed}[-{start}]
+EXPERT_FILE = re.compile(r"^(.+)-[0-9a-f]{16}-v\d+-b\d+-s\d+(-[0-9a-f]{12})?\.npy$")
 
 
 def start_tag(start: str | Path | None) -> str:

@@ -26,8 +26,7 @@ from gplace.gnn.config import LearnConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
 from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, MIXED_SAMPLE, SAMPLE,
-                                  Rollouts,
-                                 build_sched, rollout)
+                                 Rollouts, build_sched, rollout)
 from gplace.measure import Measurer
 from gplace.sim.measurer import SimMeasurer
 from gplace.problem import PlacementProblem

@@ -36,7 +36,7 @@ from gplace.cost import CostModel
 from gplace.errors import ConfigError
 from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
-from gplace.gnn.experts import EXPERT_VERSION, search_expert, start_tag
+from gplace.gnn.experts import EXPERT_VERSION, expert_folder, search_expert, start_tag
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
@@ -82,7 +82,7 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
         [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()])))
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
     if expert_budget > 0:
-        folder = cache.parent.parent / "experts"
+        folder = expert_folder(entry.path)
         stem = f"{entry.name}-{key}-v{EXPERT_VERSION}-"
         name = (f"{stem}b{expert_budget}-s{expert_seed}"
                 + ("" if expert_from is None else f"-{start_tag(expert_from)}") + ".npy")
