@@ -27,9 +27,16 @@ def _templates() -> tuple[list[Device], list[Device]]:
     return list(cpus.values()), list(gpus.values())
 
 
+def _digits(x: float) -> float:
+    """``x`` to 6 significant digits: a draw that ends in ``np.exp`` or a scaled uniform differs
+    in its last bits between numpy builds, so every drawn float is rounded to a value that all
+    builds agree on (same seed, same cluster, on any machine)."""
+    return float(f"{x:.6g}")
+
+
 def random_cluster(seed: int, min_gpus: int = 1) -> Cluster:
-    """A reproducible random cluster (same seed, same cluster) with ``min_gpus`` to 8 GPUs
-    (the default draws the clusters pretraining has always used)."""
+    """A reproducible random cluster (same seed, same cluster, on any machine) with
+    ``min_gpus`` to 8 GPUs (the default draws the clusters pretraining has always used)."""
     if not 1 <= min_gpus <= 8:
         raise ValueError(f"min_gpus must be in [1, 8], not {min_gpus}")
     rng = np.random.default_rng(seed)
@@ -47,8 +54,9 @@ def random_cluster(seed: int, min_gpus: int = 1) -> Cluster:
         t = gpus[k]
         devices.append(replace(
             t, name=f"gpu{i}", tf_device=f"/job:localhost/replica:0/task:0/device:GPU:{i}",
-            kind=t.kind, peak_flops=t.peak_flops * scale[k], mem_bandwidth=t.mem_bandwidth * scale[k]))
-    default = Link((), float(rng.uniform(6e9, 16e9)), float(rng.uniform(5e-6, 2e-5)))
+            kind=t.kind, peak_flops=_digits(t.peak_flops * scale[k]),
+            mem_bandwidth=_digits(t.mem_bandwidth * scale[k])))
+    default = Link((), _digits(rng.uniform(6e9, 16e9)), _digits(rng.uniform(5e-6, 2e-5)))
     return Cluster(f"random-{seed}", tuple(devices), _random_links(devices, rng), default,
                    "random pretraining cluster")
 
@@ -58,7 +66,7 @@ def _random_links(devices: list[Device], rng: np.random.Generator) -> tuple[Link
     links = []
     if len(gpus) >= 2 and rng.random() < 0.4:  # NVLink-class pairs
         for a, b in zip(gpus[0::2], gpus[1::2]):
-            links.append(Link((a, b), float(rng.uniform(25e9, 150e9)), 5e-6))
+            links.append(Link((a, b), _digits(rng.uniform(25e9, 150e9)), 5e-6))
     elif len(gpus) >= 2 and rng.random() < 0.3:  # two GPUs on one shared bus (a K80 board)
-        links.append(Link((gpus[0], gpus[1]), float(rng.uniform(6e9, 12e9)), 1e-5, shared=True))
+        links.append(Link((gpus[0], gpus[1]), _digits(rng.uniform(6e9, 12e9)), 1e-5, shared=True))
     return tuple(links)
