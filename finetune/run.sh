@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Rebuilds finetune/RESULTS.md (issue 12's study) from a fresh clone after scripts/setup.sh.
-# Every step time is simulated (estimates). About 45 minutes on the 2-core development machine.
+# Rebuilds finetune/RESULTS.md (does pretraining pay?) from a fresh clone after scripts/setup.sh.
+# Every step time is simulated (estimates). About 45 minutes on a 2-core machine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python

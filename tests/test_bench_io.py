@@ -1,4 +1,4 @@
-"""gplace.bench: runs.npz round trip (the shards of baselines/ are merged through it)."""
+"""gplace.bench: runs.npz round trip (sharded benchmark runs are merged through it)."""
 
 import numpy as np
 
