@@ -1,4 +1,4 @@
-"""Calibration: does the simulator rank placements the way real hardware does? (issue 5)
+"""Calibration: does the simulator rank placements the way real hardware does?
 
     report = calibrate([GraphSource("quick_mlp", "quick_mlp.pb", "mlp")], "local-procs")
 
@@ -12,8 +12,8 @@ measured on this cluster, namely
 * the link (latency, bandwidth) fitted from the transfer benchmark (:mod:`gplace.real.links`);
 * op times scaled by one factor per graph so that they add up to the untraced wall time of a
   step on that one process (``scaled_profile``): step_stats times cover only the kernels, and
-  on a shared machine a pinned process loses the core between ops too (on this 2-core box, with
-  other jobs running, the kernels explained 50-70% of the step instead of 98% when idle);
+  on a shared machine a pinned process loses the core between ops too (calibration/RESULTS.md:
+  with other jobs running, the kernels explained 50-70% of the step instead of 98% when idle);
 * the CPU a transfer takes from the one core of the task that receives it, which the benchmark
   on idle tasks does not see: charged to the receiving device's lane (``Link.recv_cpu_s``,
   ``recv_cpu_s_per_byte``), so that it delays the compute there; by default the fitted

@@ -1,4 +1,4 @@
-"""Re-scoring a finished calibration run with the current simulator (issue 17).
+"""Re-scoring a finished calibration run with the current simulator.
 
     report = resimulate([GraphSource("quick_mlp", "quick_mlp.pb", "mlp")], "calibration")
 

@@ -61,7 +61,7 @@ class GNNPlacer:
         rollouts sampled at the fine-tuning temperature, ranked by the list schedule's own
         makespan estimate: nothing is measured. On the 48 wider validation problems the
         shipped policy's greedy rollouts are 0.732x the best heuristic, the best of 64 by
-        estimate 0.718x (finetune/attempts/v19_zero_shot_rollouts, v20_round7)."""
+        estimate 0.718x (finetune/HISTORY.md)."""
         with torch.no_grad():
             s, w = tempered(policy(state.features), self.config.learn.temperature).numpy()
         greedy_ro = rollout(state.sched, s, w, GREEDY)

@@ -123,7 +123,7 @@ class Tracker:
     def _tied(self, span: tuple[float, float] | None) -> bool:
         """Does a real measurement's interval overlap the best one's (gplace.measure.tied)? A
         newcomer then does not take the best's place: it has to be faster beyond the noise
-        (issue 17). Simulated times carry no interval and are never tied."""
+        Simulated times carry no interval and are never tied."""
         best = self.best_span
         return (span is not None and best is not None
                 and span[0] <= best[1] and best[0] <= span[1])

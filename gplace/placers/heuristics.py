@@ -1,4 +1,4 @@
-"""The classic placement heuristics (issue 6); importing this module registers them all.
+"""The classic placement heuristics; importing this module registers them all.
 
 Each spends no samples (``PlaceResult.samples == 0``) and is deterministic. A unit (colocation
 group) is never split: list schedulers fix a unit's device with its first op, the others vote.

@@ -1,4 +1,4 @@
-"""Real measurement: placements run in TensorFlow on real devices (issue 5).
+"""Real measurement: placements run in TensorFlow on real devices.
 
 * :class:`RealMeasurer` (measurer.py): the Measurer protocol, by running the step; its loop
   over one chunk of a batch is batch.py (sessions reopened after TF's retryable errors);

@@ -1,4 +1,4 @@
-"""Link model of a real cluster, fitted from a transfer benchmark (issue 5, item 3).
+"""Link model of a real cluster, fitted from a transfer benchmark.
 
 The simulator charges a tensor sent between devices ``latency + bytes / bandwidth`` (DESIGN.md,
 "Simulator"). Here both are measured: a float32 tensor of ``n`` bytes hops back and forth

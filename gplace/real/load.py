@@ -1,5 +1,5 @@
 """How loaded the machine was while placements ran: load average, steal time, and the share of
-the CPU that processes other than the measurement's own took (Linux /proc; issue 17).
+the CPU that processes other than the measurement's own took (Linux /proc).
 
     probe = LoadProbe()
     ...                                   # run steps; probe.add_ours(pid) for each process

@@ -8,7 +8,7 @@
 Post (Gao et al., NeurIPS 2018) and HDP (Mirhoseini et al., ICLR 2018) measured every placement
 by running it; this is that measurement. For each placement NodeDef.device of every op is set
 to its device's ``tf_device`` (``problem.expand``) and the batch is measured by the protocol of
-:mod:`gplace.real.protocol` (issue 17): two sessions per placement (it and its mirror over
+:mod:`gplace.real.protocol`: two sessions per placement (it and its mirror over
 interchangeable devices), rounds that visit the placements interleaved with a warm-up step
 after each switch, until each placement's interval is tight or the time cap is reached; the
 step time is a trimmed mean of the timed steps and comes with its confidence interval. How
@@ -53,7 +53,7 @@ class RealConfig:
     protocol: ProtocolConfig = field(default_factory=ProtocolConfig)  # steps, estimator, caps
     timeout_s: float = 120.0    # per command (opening a placement, or one visit's steps);
                                 # past it the placement is a hang
-    start_timeout_s: float = 90.0  # importing TF in the runner on a busy 2-core machine: ~10 s
+    start_timeout_s: float = 90.0  # importing TF in the runner takes ~10 s on a busy machine
     fetch: str = "step_loss"    # the op that ends a corpus training step
     check_memory: bool = True   # refuse placements whose simulated peak exceeds memory_bytes
     allow_unsafe: bool = False  # run graphs with file-system / Python / RPC ops (safety.py)

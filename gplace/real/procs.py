@@ -4,7 +4,7 @@
 (``tf.distribute.Server``, gRPC on 127.0.0.1), one per task of the job ``worker``; each child
 pins itself to its own CPU cores (``os.sched_setaffinity``) and sizes its inter- and intra-op
 thread pools to them, so ops placed on different tasks really run in parallel and a tensor that
-crosses tasks really goes through gRPC. On a 2-core machine: 2 tasks, 1 core and 1 thread each.
+crosses tasks really goes through gRPC. The default: 2 tasks, 1 core and 1 thread each.
 
 Clean-up on any exit: every child is the leader of its own process group and is killed with it
 (``stop``: context manager exit, ``atexit``, and a failed start); a child also asks the kernel
@@ -100,7 +100,7 @@ class LocalProcs:
         if num_tasks < 1:
             raise ConfigError(f"local-procs needs >= 1 task, got {num_tasks}")
         # with a core to spare, the runner (the client that times the steps) gets it, so that
-        # its gRPC and Python work never takes a task's core (issue 17)
+        # its gRPC and Python work never takes a task's core
         spare = 1 if len(cores) > num_tasks else 0
         self.cores_per_task = cores_per_task or max(1, (len(cores) - spare) // num_tasks)
         self.num_tasks = num_tasks

@@ -1,46 +1,31 @@
-"""How a real step time is taken on a shared machine, and how sure it is (issue 17).
+"""How a real step time is taken on a shared machine, and how sure it is.
 
     est = estimate(times, cfg)                 # 20% trimmed mean of the timed steps
     lo, hi = interval(times, cfg)              # its 90% interval (bootstrap over visits)
     tight(times, cfg)                          # stop measuring this placement?
 
 The protocol (run by :class:`gplace.real.measurer.RealMeasurer`): every placement of a batch
-gets sessions of its own (two, below), kept open; rounds visit the placements interleaved
-(A B C, then C B A, ...), so drift and bursts of other work hit all of them alike (Chen &
-Revels, "Robust benchmarking in noisy environments", 2016). Each visit runs ``warmup_per_visit`` untimed steps
+gets sessions of its own, kept open; rounds visit the placements interleaved (A B C, then
+C B A, ...), so drift and bursts of other work hit all of them alike (Chen & Revels, "Robust
+benchmarking in noisy environments", 2016). Each visit runs ``warmup_per_visit`` untimed steps
 (the first step after switching placements runs on cold caches) and ``steps_per_visit`` timed
 ones. After ``min_steps`` a placement leaves the rotation once its interval is tight
 (half-width <= ``rel_width`` of the estimate); the rest go on until ``max_steps`` or until the
 batch's time cap (``max_s_per_placement`` x placements).
 
-Sessions: each placement is opened in ``sessions`` sessions (2) and its visits take them in
-turn; session s runs the placement's s-th mirror (:func:`gplace.cluster.mirror`: every device
-moved on within its class of interchangeable twins, e.g. the two tasks of local-procs swapped),
-which the cluster model says runs alike. In the 600-step calibration on local-procs (one
-session per placement, the unmirrored placement), the six cnn placements that keep most work
-on task 0 slowed by 20-28% from the first repeat to the second, half an hour later, and the
-others by 5-7%: one task (its core or its process) ran slower than its twin, so the repeats
-ranked differently (real-vs-real tau 0.899). And two sessions of one gpt placement differed by
-a median 4% against 2-3% between halves of one session (calibration/session_study.py): a
-session has a fixed effect of its own. Alternating a placement with its mirror puts half of
-every placement's steps on each twin, so a twin's slowdown moves all placements alike, and
-averages two sessions' fixed effects. On a cluster without twins the sessions run the same
-placement.
+Sessions: each placement is opened in ``sessions`` sessions and its visits take them in turn;
+session s runs the placement's s-th mirror (:func:`gplace.cluster.mirror`: every device moved
+on within its class of interchangeable twins, e.g. the two tasks of local-procs swapped). A
+session, and one twin, can run slower than another for a whole run; alternating a placement
+with its mirror moves all placements alike and averages the sessions' fixed effects. On a
+cluster without twins the sessions run the same placement.
 
-Estimator: the 20% trimmed mean. Measured on this 2-core machine under load (two runs of the
-24 calibration placements of quick_mlp, quick_cnn and quick_gpt, 24 steps each, split into
-interleaved halves; calibration/estimator_study.py), the Kendall tau between the halves,
-averaged over the six graph-runs, was 0.755 for the 20% trimmed mean, 0.746 (10%), 0.734 (25%),
-0.714 for the 25% quantile, 0.695 for the mean, 0.694 for the median, 0.53 for the minimum:
-bursts of other work add time to a few steps (trimmed from the top), and the lowest steps are
-lucky moments that do not repeat (trimmed from the bottom).
-
-Interval: a percentile bootstrap of the trimmed mean that resamples whole visits, not steps:
-steps of one visit share the load of that moment (in the study a visit's steps moved
-together), so resampling steps would make the interval too narrow. In the study the other
-half's estimate fell inside a half's 90% interval for 121 of 144 placements (84%; about 75% is
-what two equally noisy halves give for an interval of the right size, so this one errs wide:
-more ties, fewer rankings of noise), against 101 of 144 (70%) with a bootstrap over steps.
+Estimator: the 20% trimmed mean: bursts of other work add time to a few steps (trimmed from the
+top), and the lowest steps are lucky moments that do not repeat (trimmed from the bottom).
+Interval: a percentile bootstrap of the trimmed mean that resamples whole visits, not steps,
+because the steps of one visit share the load of that moment. The measurements behind these
+choices (rank agreement between halves of a run for each estimator, interval coverage) are on
+calibration/RESULTS.md.
 """
 
 from __future__ import annotations
