@@ -28,12 +28,18 @@ class Measurement(NamedTuple):
     high_s: np.ndarray | None = None  # (gplace.real.protocol); None from the simulator
 
 
+def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> bool:
+    """Do two intervals (lo, hi) overlap? Two placements whose intervals do are tied; a
+    missing interval (an exact, simulated time) overlaps nothing."""
+    return a is not None and b is not None and a[0] <= b[1] and b[0] <= a[1]
+
+
 def tied(m: Measurement, i: int, j: int) -> bool:
     """Are placements i and j of ``m`` tied: their intervals overlap? Without intervals (the
     simulator, deterministic) only equal step times are."""
     if m.low_s is None or m.high_s is None:
         return bool(m.step_time_s[i] == m.step_time_s[j])
-    return bool(m.low_s[i] <= m.high_s[j] and m.low_s[j] <= m.high_s[i])
+    return overlap((m.low_s[i], m.high_s[i]), (m.low_s[j], m.high_s[j]))
 
 
 class Measurer(Protocol):

@@ -27,7 +27,7 @@ from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
 from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, MIXED_SAMPLE, SAMPLE,
                                  Rollouts, build_sched, rollout)
-from gplace.measure import Measurer
+from gplace.measure import Measurer, overlap
 from gplace.sim.measurer import SimMeasurer
 from gplace.problem import PlacementProblem
 
@@ -96,7 +96,8 @@ class ProblemState:
                            for j, (t, p, span) in enumerate(fresh)],
                         key=lambda x: (x[0], x[1]))[: self.elite_size]
         elites = [x[2] if isinstance(x[2], Elite) else self._elite(x[0], *x[2]) for x in ranked]
-        if incumbent is not None and elites[0] is not incumbent and _overlap(elites[0], incumbent):
+        if (incumbent is not None and elites[0] is not incumbent
+                and overlap(elites[0].interval, incumbent.interval)):
             elites = [incumbent] + [e for e in elites if e is not incumbent][: self.elite_size - 1]
         self.elites = elites
 
@@ -107,13 +108,6 @@ class ProblemState:
         ro = rollout(self.sched, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
                      forced=placement[None])
         return Elite(t, placement, ro, interval)
-
-
-def _overlap(a: Elite, b: Elite) -> bool:
-    """Do two elites' measured intervals overlap (a tie)? Exact (simulated) times never do."""
-    if a.interval is None or b.interval is None:
-        return False
-    return a.interval[0] <= b.interval[1] and b.interval[0] <= a.interval[1]
 
 
 def decision_logits(scores: Scores, phi: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -194,13 +194,13 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         if placed < 0:
             _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                       unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            if mode == 2 or (mode >= 3 and u01[u] < follow):
+            if mode == FORCED or ((mode == MIXED or mode == MIXED_SAMPLE) and u01[u] < follow):
                 mask[u, forced[u]] = True
                 d = forced[u]
-            elif mode == 4:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
+            elif mode == MIXED_SAMPLE:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
                 d = _choose(s[u], w[u], phi[u], mask[u], 0, (u01[u] - follow) / (1.0 - follow))
             else:
-                d = _choose(s[u], w[u], phi[u], mask[u], 1 if mode == 3 else mode, u01[u])
+                d = _choose(s[u], w[u], phi[u], mask[u], GREEDY if mode == MIXED else mode, u01[u])
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]
@@ -275,7 +275,7 @@ def _choose(s, w, phi, mask, mode, u):
         logits[d] = x if mask[d] else -np.inf
         if mask[d] and (best < 0 or logits[d] > logits[best]):
             best = d
-    if mode == 1:
+    if mode == GREEDY:
         return best
     z, top = 0.0, logits[best]
     for d in range(nd):

@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple, Protocol
 import numpy as np
 
 from gplace.errors import ConfigError
-from gplace.measure import Measurement, Measurer
+from gplace.measure import Measurement, Measurer, overlap
 from gplace.problem import PlacementProblem
 
 
@@ -124,9 +124,7 @@ class Tracker:
         """Does a real measurement's interval overlap the best one's (gplace.measure.tied)? A
         newcomer then does not take the best's place: it has to be faster beyond the noise
         Simulated times carry no interval and are never tied."""
-        best = self.best_span
-        return (span is not None and best is not None
-                and span[0] <= best[1] and best[0] <= span[1])
+        return overlap(span, self.best_span)
 
     def offer_free(self, placement: np.ndarray, step_time_s: float) -> None:
         """A placement measured outside the budget (a heuristic's start) that the result may

@@ -109,11 +109,6 @@ def tight(times, cfg: ProtocolConfig = ProtocolConfig()) -> bool:
     return (hi - lo) / 2 <= cfg.rel_width * estimate(times, cfg)
 
 
-def overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
-    """Do two intervals (lo, hi) overlap? Two placements whose intervals do are tied."""
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
 def visit_order(active: list[int], round_index: int) -> list[int]:
     """A round's order: forwards on even rounds, backwards on odd ones, so no placement is
     always the first after a switch or always the last before a pause."""

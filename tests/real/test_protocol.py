@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from gplace.errors import ConfigError
-from gplace.measure import Measurement, tied
+from gplace.measure import Measurement, overlap, tied
 from gplace.real.load import LoadFigures, LoadProbe
-from gplace.real.protocol import (ProtocolConfig, estimate, interval, overlap, tight,
-                                  trimmed_mean, visit_order)
+from gplace.real.protocol import (ProtocolConfig, estimate, interval, tight, trimmed_mean,
+                                  visit_order)
 
 
 def test_trimmed_mean_by_hand():
@@ -75,6 +75,7 @@ def test_bad_protocol_settings_are_refused():
 
 def test_overlapping_intervals_are_ties():
     assert overlap((1.0, 2.0), (1.9, 3.0)) and not overlap((1.0, 2.0), (2.1, 3.0))
+    assert not overlap(None, (1.0, 2.0))  # an exact time ties nothing
     real = Measurement(np.array([1.0, 1.05, 1.5]), np.ones(3, bool), np.zeros((3, 1)),
                        np.array([0.95, 1.0, 1.4]), np.array([1.06, 1.1, 1.6]))
     assert tied(real, 0, 1) and not tied(real, 0, 2)
