@@ -83,17 +83,15 @@ def test_random_cases_exercise_transfers_lanes_and_ties():
 
 @pytest.mark.parametrize("name", ["function_switch.pbtxt", "loops_and_resource_vars.pbtxt",
                                   "large_function_graph.pbtxt"])
-def test_fast_equals_reference_on_imported_graph(name, testdata_dir=None):
+def test_fast_equals_reference_on_imported_graph(name):
     from pathlib import Path
+
+    import gplace
+    from gplace.cluster import load_cluster
     path = Path(__file__).resolve().parents[3] / "shared" / "testdata" / "tf-grappler" / name
     if not path.is_file():
         pytest.skip(f"{path} is absent")
-    try:
-        import gplace
-        graph = gplace.load_graph(path)
-    except ImportError as e:
-        pytest.skip(f"gplace.load_graph is not ready ({e})")
-    from gplace.cluster import load_cluster
+    graph = gplace.load_graph(path)
     prob = PlacementProblem.build(graph, load_cluster("post-4gpu"))
     rng = np.random.default_rng(0)
     for _ in range(3):
