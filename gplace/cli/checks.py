@@ -2,7 +2,7 @@
 
 A missing model file, an unknown cluster, a seed out of range or an output path that cannot be
 written fails in well under a second with one line that names the argument, instead of after
-the import or, worse, after all the placement work (issue 14).
+the import or, worse, after all the placement work.
 """
 
 from __future__ import annotations

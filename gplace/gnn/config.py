@@ -65,7 +65,7 @@ class FinetuneConfig:
     # heuristic: T=1 0.766, 0.5 0.748, 0.25 0.742, 0.1 0.749); an imitation-pretrained policy is
     # diffuse (1.1 nats per decision against 0.28 untrained on nmt_4l/hdp-8gpu), and its samples
     # at T=1 are mostly noise. lr 1e-3: picked on the 9 validation cases at 100 samples, 6 seeds
-    # (finetune/attempts/v12_kl_anchor, the learning-rate side study): the pretrained pipeline
+    # (finetune/HISTORY.md, the learning-rate side study): the pretrained pipeline
     # 0.717x the best heuristic against 0.736x at 1e-2 (3e-4: 0.716x; no learning: 0.730x), the
     # same on 6 more seeds and at 300 samples. At 1e-2 Adam's first round moved the pretrained
     # policy 0.3-1.4 nats per decision: it washed out what pretraining gave.
@@ -78,8 +78,7 @@ class FinetuneConfig:
     zero_shot_rollouts: int = 64 # zero-shot: the best of the greedy rollout and this many
                                  # sampled ones by the list schedule's own makespan estimate
                                  # (nothing measured; 0: the greedy rollout). 64: picked on the
-                                 # 48 wider validation problems with round 4c (greedy 0.757x
-                                 # the best heuristic, 16: 0.742x, 64: 0.739x;
-                                 # finetune/attempts/v19_zero_shot_rollouts)
+                                 # 48 wider validation problems (greedy 0.757x the best
+                                 # heuristic, 16: 0.742x, 64: 0.739x; finetune/HISTORY.md)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)

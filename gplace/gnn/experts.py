@@ -1,5 +1,5 @@
 """Expert placements for expert iteration: a long simulated search on one corpus problem,
-fed back to pretraining as a cross-entropy target (issue 12; Post's objective, with an elite
+fed back to pretraining as a cross-entropy target (Post's objective, with an elite
 set whose first member is the search's result instead of a heuristic's placement).
 
 The search is the fine-tuning pipeline itself (gplace.gnn.placer: policy rollouts and local

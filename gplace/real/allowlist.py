@@ -1,6 +1,6 @@
 """The op types gplace runs for real without ``--allow-unsafe``: ops whose effects are known.
 
-An allowlist, not a denylist (issue 14): TensorFlow keeps adding ops that read or write files
+An allowlist, not a denylist: TensorFlow keeps adding ops that read or write files
 (``ExperimentalDatasetToTFRecord``, ``SnapshotChunkDataset``, ``DistributedSave``), carry code
 (``DatasetFromGraph``) or reach the network, and a list of the dangerous ones is always one op
 behind. Listed here: math, NN kernels, control flow, variables and optimizer updates, random
