@@ -36,13 +36,13 @@ def seed(text: str) -> int:
 def model_path(path: str | os.PathLike) -> Path:
     """A graph file or SavedModel directory that exists, can be read and is not empty (the
     importer's checks that need no TensorFlow); a gplace ``.npz`` need only be a readable file."""
+    from gplace.importer.reader import check_exists, read_graph_file
     path = Path(path)
     if str(path).endswith(".npz"):
+        check_exists(path)
         if not path.is_file():
-            raise GraphError(f"{path}: no such file" if not path.exists() else
-                             f"{path}: not a regular file")
+            raise GraphError(f"{path}: not a regular file")
         return path
-    from gplace.importer.reader import read_graph_file
     read_graph_file(path)
     return path
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from gplace.errors import GraphError
 from gplace.graph import OpGraph
-from gplace.importer import colocation, flops as flops_mod, functions, shapes as shapes_mod
+from gplace.importer import colocation, flops as flops_mod, functions, inputs, shapes as shapes_mod
 from gplace.importer.reader import read_graph_def
 from gplace.tfimport import tensorflow
 
@@ -28,6 +28,7 @@ VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
 BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
               "If": ("then_branch", "else_branch"), "StatelessIf": ("then_branch", "else_branch")}
 MAX_BODY_DEPTH = 4
+MAX_GRAPH_BYTES = 2**60  # byte counts are int64 (the simulator sums them per device)
 
 
 def load_any(path, unknown_dim: int = 1) -> OpGraph:
@@ -75,14 +76,19 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
                    depth: int = 0) -> OpGraph:
     if unknown_dim < 1:
         raise GraphError(f"unknown_dim must be at least 1, got {unknown_dim}")
+    library = {f.signature.name: f for f in graph_def.library.function}
+    if depth == 0:  # before TF sees the graph: these crash TF instead of raising
+        inputs.check_size(len(graph_def.node))
+        functions.check_not_recursive(library)
+        shapes_mod.check_dtypes(graph_def)
     report = functions.InlineReport()
     if inline:
         graph_def, report = functions.inline_functions(graph_def)
     nodes = list(graph_def.node)
     if not nodes:
         raise GraphError("the graph has no ops")
-    index = _index(nodes)
-    data, ctrl = _parse_inputs(nodes, index)
+    index = inputs.index_names(nodes)
+    data, ctrl = inputs.parse_inputs(nodes, index, library)
     info = shapes_mod.infer_shapes(graph_def, unknown_dim)
     outs = _outputs(nodes, info, data, unknown_dim)
     e_src, e_out, e_dst = (np.asarray(c, np.int64).reshape(-1) for c in zip(*data)) if data \
@@ -118,46 +124,6 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     return graph.validate()
 
 
-def _index(nodes) -> dict[str, int]:
-    index: dict[str, int] = {}
-    for k, node in enumerate(nodes):
-        if node.name in index:
-            raise GraphError(f"two ops are named {node.name!r}")
-        index[node.name] = k
-    return index
-
-
-def _parse_inputs(nodes, index):
-    """Data edges (src, src_output, dst) and control edges (src, dst)."""
-    data, ctrl = [], []
-    for k, node in enumerate(nodes):
-        for inp in node.input:
-            op, suffix, is_control = functions._split_input(inp)
-            src = index.get(op)
-            if src is None:
-                raise GraphError(f"op {node.name!r} has input {inp!r}, which names a missing op")
-            if is_control:
-                ctrl.append((src, k))
-            else:
-                data.append((src, int(suffix[1:]) if suffix else 0, k))
-    return data, ctrl
-
-
-_DTYPE_SIZE: dict[str, int] = {}
-
-
-def _dtype_size(name: str) -> int:
-    """Bytes per element; 0 for handles and references (their memory is the variable's)."""
-    if name not in _DTYPE_SIZE:
-        from tensorflow.python.framework import dtypes
-        try:
-            size = 0 if name.endswith("_ref") else dtypes.as_dtype(name).size
-        except TypeError:
-            size = 4
-        _DTYPE_SIZE[name] = size
-    return _DTYPE_SIZE[name]
-
-
 def _outputs(nodes, info, data, unknown_dim):
     """Ragged output arrays; an output referenced but not known to TF gets float32, unknown."""
     count = [len(d) for d in info.dtypes]
@@ -173,15 +139,22 @@ def _outputs(nodes, info, data, unknown_dim):
             rank.append(-1 if shape is None else len(shape))
             dims.append(shape or ())
             unknown += shape is None or any(d < 0 for d in shape)
-            nbytes.append(_dtype_size(dt) * flops_mod.elements(shape, unknown_dim))
+            nbytes.append(shapes_mod.tensor_bytes(nodes[k].name, f"output {j}", dt, shape, unknown_dim))
             per_op.append(shape)
         shapes_per_op.append(per_op)
+    _check_total(sum(nbytes), "outputs")
     ptr = np.concatenate([[0], np.cumsum(count)]).astype(np.int64)
     dim_ptr = np.concatenate([[0], np.cumsum([len(d) for d in dims])]).astype(np.int64)
     flat = np.fromiter((d for s in dims for d in s), np.int64)
     return {"ptr": ptr, "dtype": np.asarray(dtype, dtype=str), "rank": np.asarray(rank, np.int64),
             "dim_ptr": dim_ptr, "dims": flat, "bytes": np.asarray(nbytes, np.int64),
             "shapes_per_op": shapes_per_op, "unknown": int(unknown)}
+
+
+def _check_total(n: int, what: str) -> None:
+    if n > MAX_GRAPH_BYTES:
+        raise GraphError(f"the graph's {what} add up to {n:.3g} bytes, more than the 1 EiB "
+                         f"gplace can count")
 
 
 def _input_shapes(n, e_src, e_out, e_dst, shapes_per_op):
@@ -192,15 +165,20 @@ def _input_shapes(n, e_src, e_out, e_dst, shapes_per_op):
 
 
 def _param_bytes(nodes) -> np.ndarray:
+    from tensorflow.python.framework import dtypes
     result = np.zeros(len(nodes), np.int64)
     for k, node in enumerate(nodes):
         if node.op in VARIABLE_OPS and "shape" in node.attr and "dtype" in node.attr:
             shape = node.attr["shape"].shape
             if shape.unknown_rank:
                 continue
-            size = int(np.prod([max(d.size, 1) for d in shape.dim])) if shape.dim else 1
-            from tensorflow.python.framework import dtypes
-            result[k] = size * dtypes.as_dtype(node.attr["dtype"].type).size
+            try:
+                dtype = dtypes.as_dtype(node.attr["dtype"].type).name
+            except TypeError:
+                dtype = "float32"
+            dims = tuple(max(d.size, 1) for d in shape.dim)
+            result[k] = shapes_mod.tensor_bytes(node.name, "variable", dtype, dims, 1)
+    _check_total(int(result.sum(dtype=object)), "variables")
     return result
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gplace.errors import GraphError
+from gplace.importer.inputs import check_size, split_input
 
 CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 FUNCTIONAL_OPS = ("While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase")
@@ -34,18 +35,57 @@ def called_function(node, library: dict) -> str | None:
     return None
 
 
+def called_functions(node, library: dict) -> list[str]:
+    """Every library function ``node`` may run: the one it calls, and those its attrs name
+    (a While's cond and body, an If's branches, a Case's list of branches, a call's ``f``)."""
+    names = [node.op] if node.op in library else []
+    for value in node.attr.values():
+        names += [value.func.name] if value.HasField("func") else []
+        names += [f.name for f in value.list.func]
+    return [n for n in names if n in library]
+
+
+def check_not_recursive(library: dict) -> None:
+    """Raises GraphError when a library function calls itself, directly or through others.
+    TensorFlow cannot run such a function, and importing a graph that calls one overflows its
+    C++ stack (a crash, not an error); the call graph is walked without recursion."""
+    calls = {name: sorted({c for n in f.node_def for c in called_functions(n, library)})
+             for name, f in library.items()}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for root in sorted(calls):
+        if root in state:
+            continue
+        path, stack = [root], [iter(calls[root])]
+        state[root] = 1
+        while stack:
+            nxt = next(stack[-1], None)
+            if nxt is None:
+                state[path.pop()] = 2
+                stack.pop()
+            elif state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt]
+                what = "calls itself" if len(cycle) == 2 else "is recursive"
+                raise GraphError(f"library function {nxt} {what} ({' -> '.join(cycle)}); "
+                                 f"TensorFlow cannot run recursive functions")
+            elif nxt not in state:
+                state[nxt] = 1
+                path.append(nxt)
+                stack.append(iter(calls[nxt]))
+
+
 def inline_functions(graph_def):
     """Returns ``(graph_def, report)`` with every inlinable call inlined (recursively)."""
     library = {f.signature.name: f for f in graph_def.library.function}
     report = InlineReport()
     if not library:
         return graph_def, report
+    bodies: dict = {}  # function name -> body_graph_def: TF imports the library for each
     for _ in range(MAX_DEPTH):
         calls = [n for n in graph_def.node if called_function(n, library)
                  and n.name not in report.kept]
         if not calls:
             break
-        graph_def = _inline_pass(graph_def, library, report)
+        graph_def = _inline_pass(graph_def, library, report, bodies)
     for node in graph_def.node:
         fname = called_function(node, library)
         if fname and node.name not in report.kept:
@@ -55,12 +95,13 @@ def inline_functions(graph_def):
     return graph_def, report
 
 
-def _inline_pass(graph_def, library, report):
+def _inline_pass(graph_def, library, report, bodies: dict):
     from tensorflow.core.framework import graph_pb2
     out = graph_pb2.GraphDef()
     out.versions.CopyFrom(graph_def.versions)
     out.library.CopyFrom(graph_def.library)
     taken = {n.name for n in graph_def.node}
+    size = len(graph_def.node)
     for node in graph_def.node:
         fname = called_function(node, library)
         if not fname or node.name in report.kept:
@@ -71,7 +112,11 @@ def _inline_pass(graph_def, library, report):
             report.kept[node.name] = why
             out.node.add().CopyFrom(node)
             continue
-        out.node.extend(_expand_call(node, library[fname], taken, library))
+        size += len(library[fname].node_def) + 1  # a call nested in calls multiplies
+        check_size(size, "the graph with its function calls inlined")
+        if fname not in bodies:
+            bodies[fname] = body_graph_def(library[fname], library)
+        out.node.extend(_expand_call(node, library[fname], taken, bodies[fname]))
         report.inlined[fname] = report.inlined.get(fname, 0) + 1
     return out
 
@@ -84,14 +129,6 @@ def _cannot_inline(fdef) -> str | None:
         if arg.number_attr or arg.type_list_attr or not arg.type:
             return f"function {sig.name} has list or attr-typed arguments: kept as one op"
     return None
-
-
-def _split_input(name: str) -> tuple[str, str, bool]:
-    """'^x' -> (x, '', True); 'x:1' -> (x, ':1', False); 'x' -> (x, '', False)."""
-    if name.startswith("^"):
-        return name[1:], "", True
-    op, sep, idx = name.partition(":")
-    return op, (":" + idx if sep else ""), False
 
 
 def body_graph_def(fdef, library: dict):
@@ -113,9 +150,10 @@ def body_graph_def(fdef, library: dict):
     return body, flat_names
 
 
-def _expand_call(call, fdef, taken: set[str], library: dict) -> list:
+def _expand_call(call, fdef, taken: set[str], body_and_names) -> list:
+    """The nodes that replace ``call``; ``body_and_names`` is body_graph_def(fdef, ...)."""
     from tensorflow.core.framework import attr_value_pb2, node_def_pb2
-    body, flat_names = body_graph_def(fdef, library)
+    body, flat_names = body_and_names
     prefix = call.name + "/"
     while any(prefix + n.name in taken for n in body.node):
         prefix = prefix[:-1] + "_inlined/"
@@ -127,8 +165,8 @@ def _expand_call(call, fdef, taken: set[str], library: dict) -> list:
                          f"{fdef.signature.name}, which takes {len(args)}")
 
     def rename(inp: str) -> str:
-        op, suffix, is_control = _split_input(inp)
-        return ("^" if is_control else "") + prefix + op + suffix
+        op, port, is_control = split_input(inp)
+        return ("^" if is_control else "") + prefix + op + ("" if port is None else ":" + port)
 
     nodes = []
     for b in body.node:

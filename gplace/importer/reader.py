@@ -6,6 +6,7 @@ exceptions never escape.
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 from google.protobuf import message, text_format
@@ -41,8 +42,7 @@ def read_graph_file(path: str | Path) -> tuple[Path, bytes]:
     directory, checked for everything that needs no parsing: it exists, has a known type, is a
     readable regular file and is not empty. Cheap: TensorFlow is not imported."""
     path = Path(path)
-    if not path.exists():
-        raise GraphError(f"{path}: no such file or directory")
+    check_exists(path)
     if path.is_dir():
         inside = [path / n for n in ("saved_model.pb", "saved_model.pbtxt") if (path / n).is_file()]
         if not inside:
@@ -58,6 +58,22 @@ def read_graph_file(path: str | Path) -> tuple[Path, bytes]:
     return path, data
 
 
+def check_exists(path: Path) -> None:
+    """A GraphError naming why ``path`` cannot be looked at: missing, a symbolic link loop,
+    a dangling link, a folder on the way that cannot be entered."""
+    try:
+        path.stat()
+    except OSError as e:
+        if e.errno == errno.ENOENT:
+            dangling = path.is_symlink()
+            raise GraphError(f"{path}: " + ("a symbolic link to a missing file" if dangling
+                                            else "no such file or directory")) from None
+        if e.errno == errno.ELOOP:
+            raise GraphError(f"{path}: a loop of symbolic links (too many levels of symbolic "
+                             f"links)") from None
+        raise GraphError(f"{path}: cannot look at it ({e.strerror or e})") from None
+
+
 def _read_bytes(path: Path) -> bytes:
     """The file's bytes; a GraphError for anything but a readable regular file (a FIFO would
     block, a permission or I/O error would be a traceback)."""
@@ -70,18 +86,17 @@ def _read_bytes(path: Path) -> bytes:
 
 
 def _looks_like_graph(graph_def) -> bool:
-    return len(graph_def.node) > 0 and all(n.name and n.op for n in graph_def.node)
+    return graph_def is not None and len(graph_def.node) > 0 and all(
+        n.name and n.op for n in graph_def.node)
 
 
-def _unwrap(proto, path: Path):
-    """GraphDef inside a MetaGraphDef or SavedModel; the training graph when tagged "train"."""
+def _unwrap(proto):
+    """GraphDef inside a MetaGraphDef or SavedModel (the training graph when one is tagged
+    "train"); None for a SavedModel without meta graphs."""
     GraphDef, MetaGraphDef, SavedModel = _protos()
     if isinstance(proto, SavedModel):
-        metas = list(proto.meta_graphs)
-        if not metas:
-            raise GraphError(f"{path}: SavedModel holds no meta graph")
-        metas.sort(key=lambda m: "train" not in m.meta_info_def.tags)
-        return metas[0].graph_def
+        metas = sorted(proto.meta_graphs, key=lambda m: "train" not in m.meta_info_def.tags)
+        return metas[0].graph_def if metas else None
     if isinstance(proto, MetaGraphDef):
         return proto.graph_def
     return proto
@@ -93,10 +108,10 @@ def _candidates(prefer_meta: bool):
     return kinds[1:2] + kinds[:1] + kinds[2:] if prefer_meta else kinds
 
 
-def _first_graph(path: Path, parse, errors, prefer_meta: bool = False):
-    """(graph_def, kind) of the first message kind that ``parse(proto)`` fills with ops;
-    (None, the first parse error) if none does."""
-    first_error = None
+def _first_graph(parse, errors, prefer_meta: bool = False):
+    """``((graph_def, kind), None, None)`` for the first message kind that ``parse(proto)``
+    fills with ops; else ``(None, the first parse error, the GraphDef if it parsed)``."""
+    first_error, plain = None, None
     for cls, kind in _candidates(prefer_meta):
         proto = cls()
         try:
@@ -104,17 +119,33 @@ def _first_graph(path: Path, parse, errors, prefer_meta: bool = False):
         except errors as e:
             first_error = first_error or e
             continue
-        graph_def = _unwrap(proto, path)
+        graph_def = _unwrap(proto)
         if _looks_like_graph(graph_def):
-            return (graph_def, kind), None
-    return None, first_error
+            return (graph_def, kind), None, None
+        plain = proto if kind == "graphdef" and proto.ListFields() else plain
+    return None, first_error, plain
+
+
+def _no_graph(path: Path, graph_def) -> GraphError:
+    """Why a GraphDef that parsed is not a graph: no ops, or ops without a name or type."""
+    if not graph_def.node:
+        return GraphError(f"{path}: the GraphDef holds no ops")
+    k, node = next((k, n) for k, n in enumerate(graph_def.node) if not (n.name and n.op))
+    return GraphError(f"{path}: op {k} of the GraphDef has no {'name' if not node.name else 'type'}")
 
 
 def _parse_binary(path: Path, data: bytes, prefer_meta: bool = False):
-    found, error = _first_graph(path, lambda proto: proto.ParseFromString(data),
-                                (message.DecodeError, RuntimeError, ValueError), prefer_meta)
+    found, error, plain = _first_graph(lambda proto: proto.ParseFromString(data),
+                                       (message.DecodeError, RuntimeError, ValueError),
+                                       prefer_meta)
     if found:
         return found
+    bad_text = _non_utf8_node_field(data)
+    if bad_text:
+        raise GraphError(f"{path}: {bad_text} is not UTF-8 text; TensorFlow op names, types "
+                         f"and inputs must be")
+    if plain is not None:
+        raise _no_graph(path, plain)
     if error is not None:
         raise GraphError(f"{path}: truncated or corrupt protobuf, not a readable GraphDef "
                          f"({_one_line(error)})")
@@ -127,10 +158,12 @@ def _parse_text(path: Path, data: bytes):
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise GraphError(f"{path}: not a text protobuf (the file is not UTF-8 text)") from None
-    found, error = _first_graph(path, lambda proto: text_format.Parse(text, proto),
-                                text_format.ParseError)
+    found, error, plain = _first_graph(lambda proto: text_format.Parse(text, proto),
+                                       text_format.ParseError)
     if found:
         return found
+    if plain is not None and plain.node:
+        raise _no_graph(path, plain)
     if error is not None:
         raise GraphError(f"{path}: syntax error in text GraphDef: {_one_line(error)}")
     raise GraphError(f"{path}: the text GraphDef holds no ops")
@@ -139,3 +172,59 @@ def _parse_text(path: Path, data: bytes):
 def _one_line(error: Exception) -> str:
     text = " ".join(str(error).split())
     return text[:200] or type(error).__name__
+
+
+# ---- a GraphDef's strings, read without protobuf: protobuf says only "Error parsing" -------
+_NODE_STRINGS = {1: "name", 2: "type", 3: "input", 4: "device"}  # NodeDef's string fields
+
+
+def _non_utf8_node_field(data: bytes) -> str | None:
+    """'an op's name (b'ok\\xffame')' when a NodeDef string field of the GraphDef in ``data``
+    is not UTF-8 (protobuf refuses the message then); None if all are, or it is no GraphDef."""
+    try:
+        for number, wire, node in _fields(data):
+            if number != 1 or wire != 2:  # GraphDef.node
+                continue
+            for field, kind, value in _fields(node):
+                if field in _NODE_STRINGS and kind == 2:
+                    try:
+                        value.decode("utf-8")
+                    except UnicodeDecodeError:
+                        return f"an op's {_NODE_STRINGS[field]} ({value[:40]!r})"
+    except (ValueError, IndexError):
+        return None
+    return None
+
+
+def _fields(data: bytes):
+    """(field number, wire type, value) of each field of a protobuf message; the value is the
+    bytes of a length-delimited field, else None. ValueError on a truncated message."""
+    i = 0
+    while i < len(data):
+        key, i = _varint(data, i)
+        wire = key & 7
+        value = None
+        if wire == 0:
+            _, i = _varint(data, i)
+        elif wire in (1, 5):
+            i += 8 if wire == 1 else 4
+        elif wire == 2:
+            n, i = _varint(data, i)
+            value, i = data[i:i + n], i + n
+        else:
+            raise ValueError(f"wire type {wire}")
+        if i > len(data):
+            raise ValueError("truncated")
+        yield key >> 3, wire, value
+
+
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    result = shift = 0
+    while shift < 64:
+        byte = data[i]
+        result |= (byte & 0x7F) << shift
+        i += 1
+        if not byte & 0x80:
+            return result, i
+        shift += 7
+    raise ValueError("varint too long")

@@ -15,7 +15,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from gplace.errors import GraphError
+from gplace.importer.flops import elements
+
 PLACEHOLDERS = ("Placeholder", "PlaceholderWithDefault", "PlaceholderV2")
+# One tensor of more than a pebibyte is a wrong shape, not a model; byte counts stay far
+# inside int64 when summed.
+MAX_TENSOR_BYTES = 2**50
 
 
 @dataclass
@@ -25,6 +31,56 @@ class ShapeInfo:
     tf_graph: object | None                   # the tf.Graph when inference ran, else None
     inference_error: str = ""                 # why TF's shape inference was unavailable
     notes: list[str] = field(default_factory=list)
+
+
+_DTYPE_SIZE: dict[str, int] = {}
+
+
+def dtype_size(name: str) -> int:
+    """Bytes per element; 0 for handles and references (their memory is the variable's)."""
+    if name not in _DTYPE_SIZE:
+        from tensorflow.python.framework import dtypes
+        try:
+            size = 0 if name.endswith("_ref") else dtypes.as_dtype(name).size
+        except TypeError:
+            size = 4
+        _DTYPE_SIZE[name] = size
+    return _DTYPE_SIZE[name]
+
+
+def tensor_bytes(op: str, what: str, dtype: str, shape, unknown_dim: int) -> int:
+    """Bytes of one tensor; a GraphError past MAX_TENSOR_BYTES, naming the op and shape."""
+    n = dtype_size(dtype) * elements(shape, unknown_dim)
+    if n > MAX_TENSOR_BYTES:
+        hint = (f"; its unknown dimensions count as {unknown_dim}" if any(d < 0 for d in shape)
+                else "")
+        raise GraphError(f"op {op!r} {what}: shape {list(shape)} of {dtype} is {n:.3g} bytes, "
+                         f"more than the 1 PiB gplace accepts for one tensor{hint}")
+    return n
+
+
+def check_dtypes(graph_def) -> None:
+    """Raises GraphError for a type attr that names no TensorFlow dtype: grappler aborts the
+    process on one (a check failure in C++, not an exception)."""
+    from tensorflow.core.framework import types_pb2
+    valid = set(types_pb2.DataType.values())
+    nodes = [(n.name, n) for n in graph_def.node] + [
+        (f"{f.signature.name}/{n.name}", n) for f in graph_def.library.function
+        for n in f.node_def]
+    for name, node in nodes:
+        for key, value in node.attr.items():
+            kind = value.WhichOneof("value")
+            types = [value.type] if kind == "type" else list(value.list.type) if kind == "list" \
+                else []
+            bad = [t for t in types if t not in valid]
+            if bad:
+                raise GraphError(f"op {name!r}: attr {key!r} holds dtype number {bad[0]}, "
+                                 f"which is no TensorFlow dtype")
+    for f in graph_def.library.function:
+        for arg in list(f.signature.input_arg) + list(f.signature.output_arg):
+            if arg.type not in valid:
+                raise GraphError(f"function {f.signature.name}: argument {arg.name!r} has "
+                                 f"dtype number {arg.type}, which is no TensorFlow dtype")
 
 
 def _registered(op_type: str) -> bool:
@@ -46,6 +102,8 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
                 for dim in shape.dim:
                     if dim.size < 0:
                         dim.size = unknown_dim
+                tensor_bytes(node.name, "placeholder", _dtype_name(node),
+                             tuple(d.size for d in shape.dim), unknown_dim)
         elif node.op not in library and not _registered(node.op):
             replaced.append(node.name)
             dtype = _recorded_dtype(node)
@@ -62,6 +120,15 @@ def _recorded_dtype(node) -> int:
         if key in node.attr and node.attr[key].type:
             return node.attr[key].type
     return types_pb2.DT_FLOAT
+
+
+def _dtype_name(node) -> str:
+    """The name of the node's recorded dtype; float32 for a number TF has no dtype for."""
+    from tensorflow.python.framework import dtypes as tf_dtypes
+    try:
+        return tf_dtypes.as_dtype(_recorded_dtype(node)).name
+    except TypeError:
+        return "float32"
 
 
 def infer_shapes(graph_def, unknown_dim: int = 1) -> ShapeInfo:
@@ -134,12 +201,10 @@ def _more_known(a, b):
 
 def _from_output_shapes_attr(graph_def) -> ShapeInfo:
     """Shapes from each node's ``_output_shapes`` attr; dtypes from its type attrs."""
-    from tensorflow.python.framework import dtypes as tf_dtypes
     dtypes, shapes = [], []
     for node in graph_def.node:
         recorded = node.attr["_output_shapes"].list.shape if "_output_shapes" in node.attr else []
         shapes.append([None if s.unknown_rank else tuple(int(d.size) for d in s.dim)
                        for s in recorded])
-        dtype = tf_dtypes.as_dtype(_recorded_dtype(node)).name
-        dtypes.append([dtype] * len(recorded))
+        dtypes.append([_dtype_name(node)] * len(recorded))
     return ShapeInfo(dtypes, shapes, None)

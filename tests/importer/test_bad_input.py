@@ -1,4 +1,8 @@
-"""Bad input: one clear line on stderr naming the file and the problem, exit status 2."""
+"""Bad input: one clear line on stderr naming the file and the problem, exit status 2.
+
+Inputs that crashed TensorFlow or ate memory before they were checked (a recursive function,
+a dtype number TF has no dtype for, a port of 10**8) run in a subprocess under limits:
+tests/cli/test_robustness.py."""
 
 import os
 import subprocess
@@ -27,6 +31,40 @@ def valid_pb() -> bytes:
     return g.as_graph_def().SerializeToString()
 
 
+def graph_pb(*nodes, library=()) -> bytes:
+    """A binary GraphDef of ``nodes`` (name, op, inputs, {attr: dtype enum}) and library
+    functions (name, [(node name, op)]); tests/cli/test_robustness.py builds its graphs here."""
+    from gplace.tfimport import tensorflow
+    gd = tensorflow().compat.v1.GraphDef()
+    gd.versions.producer = 1
+    for name, op, inputs, types in nodes:
+        n = gd.node.add(name=name, op=op, input=inputs)
+        for key, dtype in types.items():
+            n.attr[key].type = dtype
+    for fname, body in library:
+        f = gd.library.function.add()
+        f.signature.name = fname
+        for name, op in body:
+            f.node_def.add(name=name, op=op)
+    return gd.SerializeToString()
+
+
+def const_and(inp: str) -> bytes:
+    """A Const and an Identity reading ``inp``."""
+    return graph_pb(("c", "Const", [], {"dtype": 1}), ("i", "Identity", [inp], {"T": 1}))
+
+
+def loop_link(p):
+    (p / "b.pb").symlink_to(p / "a.pb")
+    (p / "a.pb").symlink_to(p / "b.pb")
+    return p / "a.pb"
+
+
+def dangling_link(p):
+    (p / "gone.pb").symlink_to(p / "nowhere.pb")
+    return p / "gone.pb"
+
+
 CASES = {
     "missing file": (lambda p: p / "nope.pb", "no such file or directory"),
     "empty file": (lambda p: write(p, "empty.pb", b""), "the file is empty"),
@@ -46,6 +84,20 @@ CASES = {
                         'node { name: "b" op: "Identity" input: "a" attr { key: "T" value { type: DT_FLOAT } } }'),
         "cycle that is not a TF loop: "),
     "SavedModel dir without model": (lambda p: p, "not a SavedModel"),
+    "port not a number": (lambda p: write(p, "x.pb", const_and("c:x")),
+                          "input 'c:x': the output after ':' must be a number"),
+    "port empty": (lambda p: write(p, "e.pb", const_and("c:")), "input 'c:': the output"),
+    "port negative": (lambda p: write(p, "n.pb", const_and("c:-1")), "input 'c:-1': the output"),
+    "port past the outputs": (lambda p: write(p, "p.pb", const_and("c:1")),
+                              r"input 'c:1', but op 'c' \(Const\) has 1 output$"),
+    "name with a caret": (lambda p: write(p, "caret.pb", graph_pb(("^x", "NoOp", [], {}))),
+                          r"op 0 is named '\^x', which is not a TensorFlow op name"),
+    "empty GraphDef": (lambda p: write(p, "zero.pb", graph_pb()), "the GraphDef holds no ops"),
+    "op name not UTF-8": (lambda p: write(p, "utf.pb", graph_pb(("okname", "NoOp", [], {}))
+                                          .replace(b"okname", b"ok\xffame")),
+                          r"an op's name \(b'ok\\xffame'\) is not UTF-8 text"),
+    "symbolic link loop": (loop_link, "a loop of symbolic links"),
+    "dangling symbolic link": (dangling_link, "a symbolic link to a missing file"),
 }
 
 
