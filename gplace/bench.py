@@ -56,8 +56,7 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
     from gplace.importer import load_any
     from gplace.cluster import load_cluster
     import torch
-    # The placers' tensors are tiny (units x devices): intra-op threads only add synchronization,
-    # which made Post 10x slower on a shared 2-core machine (28.6 s vs 2.6 s for 400 samples).
+    # The placers' tensors are tiny (units x devices): intra-op threads only add synchronization.
     torch.set_num_threads(1)
     for method in cfg.methods:
         get_placer(method)  # an unknown name fails here, listing the valid ones, before any work
@@ -120,6 +119,8 @@ def markdown_table(rows: list[dict]) -> str:
 
 def write_outputs(out: Path, runs: list[Run], rows: list[dict], cfg: BenchConfig,
                   meta: dict) -> list[Path]:
+    if not rows:
+        raise ValueError("write_outputs: no rows (BenchConfig names no method?)")
     out.mkdir(parents=True, exist_ok=True)
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(rows[0]))

@@ -14,24 +14,19 @@ the two GPUs of a K80 board share). Pairs no entry lists use ``default_link``, o
 
 from __future__ import annotations
 
-import math
 import os
+import re
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
-import yaml
 
+from gplace.cluster_yaml import DEVICE_KINDS, cluster_fields, read_yaml, same_tf_device  # noqa: F401
 from gplace.errors import ConfigError
 
 PRESET_DIR = Path(__file__).parent / "clusters"
-# Device kinds a cluster YAML may name. Measured profiles and fitted efficiencies are keyed by
-# kind, so a misspelt kind would silently fall back to the default roofline: the YAML must use
-# one of these. "cpu" and "gpu" are the generic kinds (the roofline with the YAML's figures);
-# the others are the kinds of the presets. A new kind of device goes here with its preset.
-DEVICE_KINDS = ("cpu", "gpu", "a100", "epyc", "k40", "k80", "v100", "xeon-e5")
 
 
 @dataclass(frozen=True)
@@ -94,7 +89,7 @@ class Cluster:
     def device_index(self, name: str) -> int:
         """Index of the device called ``name`` or with TF device string ``name``."""
         for i, d in enumerate(self.devices):
-            if name in (d.name, d.tf_device) or _same_tf_device(name, d.tf_device):
+            if name in (d.name, d.tf_device) or same_tf_device(name, d.tf_device):
                 return i
         raise ConfigError(f"cluster {self.name!r} has no device {name!r}; devices: "
                           f"{', '.join(self.device_names)}")
@@ -118,11 +113,7 @@ class Cluster:
     @classmethod
     def from_yaml(cls, path: str | os.PathLike) -> Cluster:
         path = Path(path)
-        try:
-            record = yaml.safe_load(path.read_text())
-        except (OSError, yaml.YAMLError) as e:
-            raise ConfigError(f"{path}: cannot read cluster YAML ({_first_line(e)})") from None
-        return cluster_from_dict(record, str(path))
+        return cluster_from_dict(read_yaml(path), str(path))
 
 
 def _recv_cpu(link: Link) -> dict[str, float]:
@@ -131,120 +122,58 @@ def _recv_cpu(link: Link) -> dict[str, float]:
             if getattr(link, k)}
 
 
-def _first_line(e: Exception) -> str:
-    return str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+# ---- memory limits --------------------------------------------------------------------------
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(e[+-]?\d+)?\s*([kmgtp]i?)?b?", re.I)
+_SCALE = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15,
+          "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40, "pi": 2**50}
+MAX_MEMORY_BYTES = 2**50  # as a cluster YAML's memory_bytes (gplace.cluster_yaml.RANGES)
 
 
-def _same_tf_device(a: str, b: str) -> bool:
-    """'/device:GPU:0' and '/job:localhost/replica:0/task:0/device:GPU:0' name one device."""
-    a, b = a.lower(), b.lower()
-    return a.startswith("/") and (b.endswith(a) or a.endswith(b)) and "device:" in a
+def parse_bytes(text: str) -> int:
+    """'8GB', '512MiB', '1e9', '1.5k', '100' -> bytes: decimal units for kB/MB/GB/TB/PB,
+    binary for KiB/MiB/GiB/TiB/PiB, the B optional, case ignored. A ConfigError for anything
+    else, and for a size under 1 byte or over 1 PiB."""
+    m = _SIZE.fullmatch(str(text).strip())
+    if not m:
+        raise ConfigError(f"memory limit {str(text)[:40]!r} is not a size such as 8GB, 512MiB "
+                          f"or 1e9")
+    number = float(m.group(1) + (m.group(2) or ""))
+    n = number * _SCALE[(m.group(3) or "").lower()]
+    if not 1 <= n <= MAX_MEMORY_BYTES:
+        raise ConfigError(f"memory limit {text.strip()!r} is {n:.4g} bytes; a limit is from "
+                          f"1 byte to 1 PiB (a device with no memory can hold no op)")
+    return int(n)
 
 
-# ---- parsing ---------------------------------------------------------------------------------
-def _field(record: dict, key: str, kind: type, where: str, default: Any = ...) -> Any:
-    """record[key] converted to ``kind``; a ConfigError names the file and field if it is not."""
-    if key not in record:
-        if default is ...:
-            raise ConfigError(f"{where}: missing field {key!r}")
-        return default
-    value = record[key]
-    try:
-        if kind is bool:
-            if not isinstance(value, bool):
-                raise ValueError
-            return value
-        if kind is str:
-            if not isinstance(value, str):
-                raise ValueError
-            return value
-        if isinstance(value, bool) or not math.isfinite(float(value)):
-            raise ValueError
-        out = kind(float(value)) if kind is int else kind(value)
-    except (TypeError, ValueError, OverflowError):
-        what = {bool: "true or false", str: "a string", int: "a finite integer"}.get(
-            kind, "a finite number")
-        raise ConfigError(f"{where}: field {key!r} = {value!r} is not {what}") from None
-    if kind in (int, float) and not out >= 0:
-        raise ConfigError(f"{where}: field {key!r} = {value!r} must be >= 0")
-    return out
+def memory_caps(limit: str) -> dict[str | None, int]:
+    """'8GB' -> {None: 8e9} (every device); 'gpu0=8GB,gpu1=4GB' -> {'gpu0': 8e9, 'gpu1': 4e9}.
+    Sizes as :func:`parse_bytes`; a ConfigError for an empty limit, part or device name."""
+    if not str(limit).strip():
+        raise ConfigError("empty memory limit: give a size such as 8GB, or gpu0=8GB,gpu1=4GB "
+                          "(leave the option out for no limit)")
+    caps: dict[str | None, int] = {}
+    for part in str(limit).split(","):
+        name, eq, size = part.rpartition("=")
+        if not part.strip() or (eq and not name.strip()):
+            raise ConfigError(f"memory limit {limit[:60]!r}: an empty part or device name; "
+                              f"write 8GB, or gpu0=8GB,gpu1=4GB")
+        if eq and not size.strip():
+            raise ConfigError(f"memory limit {part.strip()[:60]!r}: no size after '='")
+        caps[name.strip() if eq else None] = parse_bytes(size)
+    return caps
 
 
-def _check_keys(record: Any, allowed: set[str], where: str) -> dict:
-    if not isinstance(record, dict):
-        raise ConfigError(f"{where}: expected a mapping, got {type(record).__name__}")
-    unknown = sorted(set(record) - allowed)
-    if unknown:
-        raise ConfigError(f"{where}: unknown field {unknown[0]!r}; fields: {', '.join(sorted(allowed))}")
-    return record
-
-
-def _device_from_dict(record: Any, where: str) -> Device:
-    _check_keys(record, {f.name for f in fields(Device)}, where)
-    where = f"{where} ({record.get('name', '?')})"
-    dev = Device(
-        name=_field(record, "name", str, where),
-        tf_device=_field(record, "tf_device", str, where),
-        kind=_field(record, "kind", str, where),
-        peak_flops=_field(record, "peak_flops", float, where),
-        mem_bandwidth=_field(record, "mem_bandwidth", float, where),
-        memory_bytes=_field(record, "memory_bytes", int, where),
-        launch_overhead_s=_field(record, "launch_overhead_s", float, where, 5e-6),
-        lanes=_field(record, "lanes", int, where, 1))
-    for key in ("peak_flops", "mem_bandwidth", "lanes"):
-        if getattr(dev, key) <= 0:
-            raise ConfigError(f"{where}: field {key!r} must be > 0")
-    if dev.kind not in DEVICE_KINDS:
-        raise ConfigError(f"{where}: unknown device kind {dev.kind!r}; kinds: "
-                          f"{', '.join(DEVICE_KINDS)} (cpu or gpu for any other device)")
-    return dev
-
-
-def _link_from_dict(record: Any, where: str, names: list[str], default: bool = False) -> Link:
-    allowed = ({"bandwidth", "latency_s", "recv_cpu_s", "recv_cpu_s_per_byte"}
-               | (set() if default else {"devices", "shared"}))
-    _check_keys(record, allowed, where)
-    devs = () if default else record.get("devices")
-    if not default:
-        if not isinstance(devs, list) or len(devs) < 2:
-            raise ConfigError(f"{where}: field 'devices' must list two or more device names")
-        for n in devs:
-            if n not in names:
-                raise ConfigError(f"{where}: field 'devices' names unknown device {n!r}; "
-                                  f"devices: {', '.join(names)}")
-    link = Link(tuple(devs), _field(record, "bandwidth", float, where),
-                _field(record, "latency_s", float, where),
-                False if default else _field(record, "shared", bool, where, False),
-                _field(record, "recv_cpu_s", float, where, 0.0),
-                _field(record, "recv_cpu_s_per_byte", float, where, 0.0))
-    if link.bandwidth <= 0:
-        raise ConfigError(f"{where}: field 'bandwidth' must be > 0")
-    return link
-
-
-def cluster_from_dict(record: Any, where: str) -> Cluster:
-    """Builds and checks a Cluster from parsed YAML; errors name ``where`` and the field."""
-    _check_keys(record, {"name", "description", "devices", "links", "default_link"}, where)
-    devs = record.get("devices")
-    if not isinstance(devs, list) or not devs:
-        raise ConfigError(f"{where}: field 'devices' must be a non-empty list")
-    devices = tuple(_device_from_dict(d, f"{where}: devices[{i}]") for i, d in enumerate(devs))
-    names = [d.name for d in devices]
-    dup = {n for n in names if names.count(n) > 1}
-    if dup:
-        raise ConfigError(f"{where}: field 'devices' repeats the name {sorted(dup)[0]!r}")
-    for i, a in enumerate(devices):
-        for b in devices[:i]:
-            if a.tf_device == b.tf_device or _same_tf_device(a.tf_device, b.tf_device):
-                raise ConfigError(f"{where}: devices {b.name!r} and {a.name!r} are the same TF "
-                                  f"device {a.tf_device!r}; each device needs its own tf_device")
-    links = tuple(_link_from_dict(l, f"{where}: links[{i}]", names)
-                  for i, l in enumerate(record.get("links") or []))
-    if "default_link" not in record:
-        raise ConfigError(f"{where}: missing field 'default_link'")
-    default = _link_from_dict(record["default_link"], f"{where}: default_link", names, True)
-    return Cluster(name=_field(record, "name", str, where), devices=devices, links=links,
-                   default_link=default, description=record.get("description", "") or "")
+def with_memory_limit(cluster: Cluster, limit: str | None) -> Cluster:
+    """``8GB`` caps every device; ``gpu0=8GB,gpu1=4GB`` caps the named ones; None: no cap."""
+    if limit is None:
+        return cluster
+    caps: dict[str, int] = {}
+    for name, size in memory_caps(limit).items():
+        for d in [cluster.device_index(name)] if name else range(cluster.num_devices):
+            caps[cluster.devices[d].name] = size  # device_index raises for an unknown name
+    devices = tuple(replace(d, memory_bytes=min(d.memory_bytes, caps.get(d.name, d.memory_bytes)))
+                    for d in cluster.devices)
+    return replace(cluster, devices=devices)
 
 
 # ---- link table ------------------------------------------------------------------------------
@@ -318,9 +247,8 @@ def _swap_keeps(table, i: int, j: int) -> bool:
 
 def _groups(channel: np.ndarray) -> np.ndarray:
     """The channel matrix with ids renamed in order of first appearance (row-major)."""
-    flat = channel.ravel()
-    ids: dict[int, int] = {}
-    return np.array([ids.setdefault(int(c), len(ids)) for c in flat])
+    _, first, inverse = np.unique(channel.ravel(), return_index=True, return_inverse=True)
+    return np.argsort(np.argsort(first))[inverse.ravel()]
 
 
 def canonical(p: np.ndarray, classes: np.ndarray) -> np.ndarray:
@@ -411,3 +339,12 @@ def _tf_devices() -> list[tuple[str, int]]:
         return found or [("CPU", 0)]
     except GplaceError:  # TensorFlow is not installed
         return [("CPU", 0)]
+
+
+def cluster_from_dict(record: Any, where: str) -> Cluster:
+    """Builds and checks a Cluster from parsed YAML (gplace.cluster_yaml); errors name
+    ``where`` and the field."""
+    f = cluster_fields(record, where)
+    return Cluster(name=f["name"], devices=tuple(Device(**d) for d in f["devices"]),
+                   links=tuple(Link(**l) for l in f["links"]),
+                   default_link=Link(**f["default_link"]), description=f["description"])

@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 
@@ -63,14 +65,17 @@ def test_unknown_preset_lists_the_valid_ones():
         load_cluster("post-3gpu")
 
 
-DEVICE = "{name: %s, tf_device: '%s', kind: %s, peak_flops: %s, mem_bandwidth: 1, memory_bytes: %s}"
+DEVICE = ("{name: %s, tf_device: '%s', kind: %s, peak_flops: %s, mem_bandwidth: 1, "
+          "memory_bytes: %s, lanes: %s}")
 
 
-def two_devices(tmp_path, second_tf="/device:CPU:1", kind="cpu", flops="1e9", memory="1e9"):
+def two_devices(tmp_path, second_tf="/device:CPU:1", kind="cpu", flops="1e9", memory="1e9",
+                name="b", lanes="1", links=""):
+    """A two-device cluster YAML; the keywords change its second device or add ``links``."""
     path = tmp_path / "c.yaml"
-    path.write_text("name: x\ndevices:\n  - " + DEVICE % ("a", "/device:CPU:0", "cpu", 1e9, 1e9)
-                    + "\n  - " + DEVICE % ("b", second_tf, kind, flops, memory)
-                    + "\ndefault_link: {bandwidth: 1, latency_s: 0}\n")
+    path.write_text("name: x\ndevices:\n  - " + DEVICE % ("a", "/device:CPU:0", "cpu", 1e9, 1e9, 1)
+                    + "\n  - " + DEVICE % (name, second_tf, kind, flops, memory, lanes)
+                    + f"\n{links}default_link: {{bandwidth: 1, latency_s: 0}}\n")
     return path
 
 
@@ -82,11 +87,52 @@ def two_devices(tmp_path, second_tf="/device:CPU:1", kind="cpu", flops="1e9", me
     ({"memory": ".inf"}, "field 'memory_bytes' = inf is not a finite integer"),
     ({"memory": ".nan"}, "field 'memory_bytes' = nan is not a finite integer"),
     ({"memory": "1.0e+400"}, "'memory_bytes' = inf is not a finite integer"),
+    ({"memory": str(2**64)}, "'memory_bytes' = 18446744073709551616 must be in [1, 2**50] "
+                             "(bytes)"),
+    ({"memory": "1e30"}, "'memory_bytes' = '1e30' must be in [1, 2**50] (bytes)"),
+    ({"memory": "0"}, "'memory_bytes' = 0 must be in [1, 2**50]"),
+    ({"memory": "0.5"}, "'memory_bytes' = 0.5 is not an integer"),
+    ({"lanes": "2.5"}, "'lanes' = 2.5 is not an integer"),
+    ({"lanes": "0"}, "'lanes' = 0 must be in [1, 1024] (ops at once)"),
+    ({"lanes": "1000000000"}, "'lanes' = 1000000000 must be in [1, 1024]"),
+    ({"flops": "[1, 2]"}, "'peak_flops' = [1, 2] is not a finite number"),
+    ({"name": "''"}, "field 'name' = '' is not a non-empty string"),
+    ({"name": "'gpu0,gpu1'"}, "device name 'gpu0,gpu1': use letters, digits"),
+    ({"name": "x" * 100}, "device name '" + "x" * 27 + "..." + "x" * 28 + "': use letters"),
+    ({"kind": "''"}, "field 'kind' = '' is not a non-empty string"),
+    ({"links": "links: {a: 1}\n"}, "field 'links' must be a list, got a mapping"),
+    ({"links": "links: [{devices: [a, a], bandwidth: 1, latency_s: 0}]\n"},
+     "links[0]: field 'devices' names a device twice"),
 ])
 def test_yaml_that_would_give_a_wrong_result_is_refused(tmp_path, change, message):
-    with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+    with pytest.raises(ConfigError, match=re.escape(message)):
         load_cluster(two_devices(tmp_path, **change))
     load_cluster(two_devices(tmp_path))  # the unchanged file is fine
+
+
+@pytest.mark.parametrize("text,message", [
+    (b"name: x\xff\ndevices: []\n", "not UTF-8 text (byte 0xff at offset 7)"),
+    (b"a: &a [1, 2]\nname: *a\n", "line 2: aliases are not allowed (*a); write the value out"),
+    (b"name: x\ndevices: [\n", "cannot read cluster YAML (line 3: "),
+    (b"x" * (4 << 20) + b"\n", "over 4 MiB, too large for a cluster YAML"),
+])
+def test_unreadable_yaml_says_why(tmp_path, text, message):
+    path = tmp_path / "c.yaml"
+    path.write_bytes(text)
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_cluster(path)
+
+
+def test_a_cluster_holds_at_most_max_devices(tmp_path):
+    from gplace.cluster_yaml import MAX_DEVICES
+    path = tmp_path / "c.yaml"
+    devices = "".join(f"  - {{name: d{i}, tf_device: '/device:CPU:{i}', kind: cpu, "
+                      f"peak_flops: 1, mem_bandwidth: 1, memory_bytes: 1}}\n"
+                      for i in range(MAX_DEVICES + 1))
+    path.write_text(f"name: x\ndevices:\n{devices}default_link: {{bandwidth: 1, latency_s: 0}}\n")
+    with pytest.raises(ConfigError, match=f"lists {MAX_DEVICES + 1} entries; gplace takes at "
+                                          f"most {MAX_DEVICES}"):
+        load_cluster(path)
 
 
 def test_every_preset_loads():
@@ -108,5 +154,12 @@ def test_receive_cpu_reads_from_yaml_into_the_link_table(tmp_path):
     assert table.recv_cpu_s_per_byte.tolist() == [[0.0, 1e-9], [1e-9, 0.0]]
     assert cluster.summary()["default_link"]["recv_cpu_s"] == 2e-4
     path.write_text(path.read_text().replace("recv_cpu_s: 2.0e-4", "recv_cpu_s: -1"))
-    with pytest.raises(ConfigError, match="field 'recv_cpu_s' = -1 must be >= 0"):
+    with pytest.raises(ConfigError, match=r"field .recv_cpu_s. = -1 must be in \[0, 10\] \(s\)"):
         load_cluster(path)
+
+
+def test_the_yaml_reader_knows_every_device_field():
+    from dataclasses import fields
+    from gplace.cluster import Device
+    from gplace.cluster_yaml import DEVICE_FIELDS
+    assert DEVICE_FIELDS == tuple(f.name for f in fields(Device))

@@ -19,9 +19,12 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="preset names or YAML files (default: post-4gpu)")
     p.add_argument("--methods", default="post,pg,random,hill,single",
                    help="comma-separated placer names (default: %(default)s)")
-    p.add_argument("--budget", type=int, default=2400, help="samples per method and seed")
-    p.add_argument("--seeds", type=int, default=3)
-    p.add_argument("--units", type=int, default=64,
+    p.add_argument("--budget", type=checks.count(1, checks.MAX_SAMPLES, "samples per method "
+                                                 "and seed"), default=2400,
+                   help="samples per method and seed (1 to 10**6; default 2400)")
+    p.add_argument("--seeds", type=checks.count(1, checks.MAX_SEEDS, "seeds per method"),
+                   default=3, help="seeds per sampling method (default 3)")
+    p.add_argument("--units", type=checks.count(0, 10**6, "units"), default=64,
                    help="coarsen to at most this many units; 0 keeps colocation groups")
     p.add_argument("--out", default="bench-out", help="output directory")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
@@ -30,8 +33,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from gplace.errors import ConfigError
-    if args.budget < 0 or args.seeds < 1:
-        raise ConfigError("--budget must be >= 0 and --seeds >= 1")
+    methods = tuple(dict.fromkeys(m.strip() for m in args.methods.split(",") if m.strip()))
+    if not methods:
+        raise ConfigError(f"--methods {args.methods!r} names no method; give comma-separated "
+                          f"placer names such as post,random,hill,single")
     for graph in args.graphs:
         checks.model_path(graph)
     for cluster in args.cluster:
@@ -39,7 +44,7 @@ def run(args) -> int:
     checks.output_dir(args.out)
     from gplace.bench import BenchConfig, markdown_table, run_bench, summarize, write_outputs
     cfg = BenchConfig(graphs=tuple(args.graphs), clusters=tuple(args.cluster),
-                      methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()),
+                      methods=methods,
                       budget=args.budget, seeds=args.seeds, units=args.units or None)
     runs, meta = run_bench(cfg)
     rows = summarize(runs, meta)

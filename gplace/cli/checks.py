@@ -19,6 +19,10 @@ from gplace.errors import ConfigError, GraphError
 # [0, 2**32) and torch.manual_seed less than 2**64: the common range is numpy's.
 SEED_LIMIT = 2**32
 MIN_FREE_BYTES = 16 << 20  # what `place` writes: a few MB of PNGs, traces and the graph
+MAX_SAMPLES = 10**6  # placements one run measures (--finetune, bench --budget); Post used 2,400
+MAX_BATCH = 10**5    # placements `simulate --random` holds in memory and simulates at once
+MAX_SEEDS = 1000     # bench --seeds
+MAX_BATCH_BYTES = 1 << 30  # placements and results of one simulated batch
 
 
 def seed(text: str) -> int:
@@ -33,12 +37,46 @@ def seed(text: str) -> int:
     return value
 
 
+def count(low: int, high: int, what: str):
+    """argparse type of an integer option in [low, high]; ``what`` says what it counts."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text[:40]!r} is not an integer") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: {what}, from {low:,} "
+                                             f"to {high:,}")
+        return value
+    return parse
+
+
+def batch_fits(n: int, row_bytes: int, flag: str = "--random") -> None:
+    """A batch of ``n`` placements of ``row_bytes`` each (placement and results) fits in
+    MAX_BATCH_BYTES; a ConfigError naming the largest that does otherwise."""
+    if n * row_bytes > MAX_BATCH_BYTES:
+        raise ConfigError(f"{flag} {n:,}: {n * row_bytes / 2**30:.1f} GiB of placements and "
+                          f"results for this graph, more than the 1 GiB simulated at once; "
+                          f"give at most {MAX_BATCH_BYTES // row_bytes:,}")
+
+
+def memory_limit(text: str) -> str:
+    """argparse type of ``--memory-limit``: 8GB, or gpu0=8GB,gpu1=4GB (the device names are
+    checked against the cluster later)."""
+    from gplace.cluster import memory_caps
+    try:
+        memory_caps(text)
+    except ConfigError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def model_path(path: str | os.PathLike) -> Path:
     """A graph file or SavedModel directory that exists, can be read and is not empty (the
     importer's checks that need no TensorFlow); a gplace ``.npz`` need only be a readable file."""
     from gplace.importer.reader import check_exists, read_graph_file
     path = Path(path)
-    if str(path).endswith(".npz"):
+    if str(path).lower().endswith((".npz", ".pt2")):
         check_exists(path)
         if not path.is_file():
             raise GraphError(f"{path}: not a regular file")

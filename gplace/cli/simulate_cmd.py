@@ -29,7 +29,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--placement", metavar="FILE",
                      help='JSON {"op name": "device name or TF device"} or {"placement": {...}}')
-    how.add_argument("--random", type=int, metavar="N", help="N seeded random placements")
+    how.add_argument("--random", type=checks.count(1, checks.MAX_BATCH, "placements in one batch"),
+                     metavar="N", help="N seeded random placements (at most 10**5)")
     p.add_argument("--seed", type=checks.seed, default=0,
                    help="seed of --random, 0 <= seed < 2**32 (default 0)")
     p.add_argument("--max-units", type=int, metavar="U",
@@ -69,8 +70,6 @@ def run(args) -> int:
     from gplace.sim import FastSimulator, lower_bound
     from gplace.sim.trace import write_trace
 
-    if args.random is not None and args.random < 1:
-        raise ConfigError(f"--random {args.random}: must be >= 1")
     checks.model_path(args.model)
     if args.trace:
         checks.output_file(args.trace, "--trace")
@@ -82,7 +81,8 @@ def run(args) -> int:
     report: dict[str, Any] = {}
     if args.placement:
         placement = problem.from_names(read_placement_file(args.placement))
-    else:
+    else:  # per placement: its units, busy and peak per device, step time, transfers, OOM
+        checks.batch_fits(args.random, 8 * (problem.num_units + 2 * cluster.num_devices) + 17)
         placements = problem.random_placements(args.random, args.seed)
         sim.run_batch(placements[:1])  # compile / load the numba cache outside the timing
         t0 = time.perf_counter()
@@ -126,6 +126,8 @@ def _summary(problem, result, bound) -> dict[str, Any]:
         "ops": problem.graph.num_ops, "units": problem.num_units,
         "step_time_s": result.step_time_s, "lower_bound_s": bound.bound_s,
         "critical_path_s": bound.critical_path_s, "work_bound_s": bound.work_s,
+        "simple_bound_s": bound.simple_s, "path_bound_s": bound.path_s,
+        "unit_bound_s": bound.unit_s, "packing_bound_s": bound.packing_s,
         "oom": result.oom, "transfers": int(result.transfers.output.shape[0]),
         "transfer_bytes": int(result.transfers.nbytes.sum()), "devices": devices,
         "estimated_devices": [n for n, v in devices.items() if v["estimated"]],
@@ -139,8 +141,10 @@ def _ms(s: float) -> str:
 def render(r: dict[str, Any]) -> str:
     lines = [f"{r['model']} on {r['cluster']}: {r['ops']} ops in {r['units']} units",
              f"step time   {_ms(r['step_time_s'])}" + ("   OOM" if r["oom"] else ""),
-             f"lower bound {_ms(r['lower_bound_s'])} (critical path {_ms(r['critical_path_s'])},"
-             f" work / lanes {_ms(r['work_bound_s'])})",
+             f"lower bound {_ms(r['lower_bound_s'])} (path with transfers "
+             f"{_ms(r['path_bound_s'])}, units {_ms(r['unit_bound_s'])}, packing "
+             f"{_ms(r['packing_bound_s'])}; simple {_ms(r['simple_bound_s'])}: critical path "
+             f"{_ms(r['critical_path_s'])}, work / lanes {_ms(r['work_bound_s'])})",
              f"transfers   {r['transfers']} ({r['transfer_bytes'] / 1e6:.1f} MB)",
              f"{'device':<10} {'kind':<8} {'ops':>6} {'busy':>12} {'peak MB':>10} {'capacity MB':>12}"]
     for name, d in r["devices"].items():

@@ -38,12 +38,20 @@ def load_any(path, unknown_dim: int = 1) -> OpGraph:
     return load_graph(path, unknown_dim=unknown_dim)
 
 
-def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None) -> OpGraph:
+def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None,
+               **torch_options) -> OpGraph:
     """Imports ``source`` (a path, a GraphDef or a tf.Graph); raises GraphError on bad input.
 
     ``unknown_dim``: the size given to unknown dimensions (see shapes.py); ``inline``: inline
     function calls; ``name``: the graph's name (default: the file name without suffix).
+    A ``.pt2`` path goes to gplace.torchfront, without TensorFlow; ``torch_options``
+    (``optimizer``, ``trust``) are its own.
     """
+    if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
+        from gplace import torchfront
+        return torchfront.load_graph(source, name=name, **torch_options)
+    if torch_options:
+        raise GraphError(f"{', '.join(torch_options)}: options of PyTorch (.pt2) programs only")
     tensorflow()
     start = time.perf_counter()
     graph_def, kind, label, default_name = _to_graph_def(source)
@@ -139,7 +147,8 @@ def _outputs(nodes, info, data, unknown_dim):
             rank.append(-1 if shape is None else len(shape))
             dims.append(shape or ())
             unknown += shape is None or any(d < 0 for d in shape)
-            nbytes.append(shapes_mod.tensor_bytes(nodes[k].name, f"output {j}", dt, shape, unknown_dim))
+            nbytes.append(shapes_mod.tensor_bytes(nodes[k].name, f"output {j}", dt, shape,
+                                                  unknown_dim))
             per_op.append(shape)
         shapes_per_op.append(per_op)
     _check_total(sum(nbytes), "outputs")

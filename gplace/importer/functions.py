@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gplace.errors import GraphError
-from gplace.importer.inputs import check_size, split_input
+from gplace.importer.inputs import check_size, cut, split_input
 
 CALL_OPS = ("PartitionedCall", "StatefulPartitionedCall")
 FUNCTIONAL_OPS = ("While", "StatelessWhile", "If", "StatelessIf", "Case", "StatelessCase")
@@ -65,7 +65,8 @@ def check_not_recursive(library: dict) -> None:
             elif state.get(nxt) == 1:
                 cycle = path[path.index(nxt):] + [nxt]
                 what = "calls itself" if len(cycle) == 2 else "is recursive"
-                raise GraphError(f"library function {nxt} {what} ({' -> '.join(cycle)}); "
+                names = [cut(c, 40) for c in cycle[:6]] + (["..."] if len(cycle) > 6 else [])
+                raise GraphError(f"library function {names[0]} {what} ({' -> '.join(names)}); "
                                  f"TensorFlow cannot run recursive functions")
             elif nxt not in state:
                 state[nxt] = 1
@@ -79,6 +80,7 @@ def inline_functions(graph_def):
     report = InlineReport()
     if not library:
         return graph_def, report
+    check_size(inlined_size(graph_def, library), "the graph with its function calls inlined")
     bodies: dict = {}  # function name -> body_graph_def: TF imports the library for each
     for _ in range(MAX_DEPTH):
         calls = [n for n in graph_def.node if called_function(n, library)
@@ -95,13 +97,32 @@ def inline_functions(graph_def):
     return graph_def, report
 
 
+def inlined_size(graph_def, library: dict) -> int:
+    """Ops of ``graph_def`` once inline_functions is done, counted before any is made: calls
+    nested in calls multiply (ten calls of a function of ten calls, eight deep, are 10**8
+    ops from a file of a few kilobytes). Needs a library without recursion."""
+    memo: dict[tuple[str, int], int] = {}
+
+    def ops(node, depth: int) -> int:
+        fname = called_function(node, library)
+        if not fname or depth >= MAX_DEPTH or _cannot_inline(library[fname]):
+            return 1
+        key = (fname, depth)
+        if key not in memo:  # arguments become Identity ops, the call an IdentityN
+            fdef = library[fname]
+            memo[key] = (len(fdef.signature.input_arg) + 1
+                         + sum(ops(n, depth + 1) for n in fdef.node_def))
+        return memo[key]
+
+    return sum(ops(n, 0) for n in graph_def.node)
+
+
 def _inline_pass(graph_def, library, report, bodies: dict):
     from tensorflow.core.framework import graph_pb2
     out = graph_pb2.GraphDef()
     out.versions.CopyFrom(graph_def.versions)
     out.library.CopyFrom(graph_def.library)
     taken = {n.name for n in graph_def.node}
-    size = len(graph_def.node)
     for node in graph_def.node:
         fname = called_function(node, library)
         if not fname or node.name in report.kept:
@@ -112,8 +133,6 @@ def _inline_pass(graph_def, library, report, bodies: dict):
             report.kept[node.name] = why
             out.node.add().CopyFrom(node)
             continue
-        size += len(library[fname].node_def) + 1  # a call nested in calls multiplies
-        check_size(size, "the graph with its function calls inlined")
         if fname not in bodies:
             bodies[fname] = body_graph_def(library[fname], library)
         out.node.extend(_expand_call(node, library[fname], taken, bodies[fname]))

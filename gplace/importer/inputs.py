@@ -33,10 +33,10 @@ def index_names(nodes) -> dict[str, int]:
     index: dict[str, int] = {}
     for k, node in enumerate(nodes):
         if not _NAME.fullmatch(node.name):
-            raise GraphError(f"op {k} is named {_short(node.name)}, which is not a TensorFlow op "
+            raise GraphError(f"op {k} is named {short(node.name)}, which is not a TensorFlow op "
                              f"name (letters, digits and . _ - / only; not empty)")
         if node.name in index:
-            raise GraphError(f"two ops are named {node.name!r}")
+            raise GraphError(f"two ops are named {short(node.name)}")
         index[node.name] = k
     return index
 
@@ -50,8 +50,8 @@ def parse_inputs(nodes, index: dict[str, int], library: dict):
             op, port, is_control = split_input(inp)
             src = index.get(op)
             if src is None:
-                raise GraphError(f"op {node.name!r} has input {_short(inp)}, which names a "
-                                 f"missing op")
+                raise GraphError(f"op {short(node.name)} has input {short(inp)}, which "
+                                 f"names a missing op")
             if is_control:
                 ctrl.append((src, k))
                 continue
@@ -60,8 +60,9 @@ def parse_inputs(nodes, index: dict[str, int], library: dict):
                 if src not in bounds:
                     bounds[src] = declared_outputs(nodes[src], library)
                 if out >= bounds[src]:
-                    raise GraphError(f"op {node.name!r} has input {inp!r}, but op {op!r} "
-                                     f"({nodes[src].op}) has {_outputs(bounds[src])}")
+                    raise GraphError(f"op {short(node.name)} has input {short(inp)}, but op "
+                                     f"{short(op)} ({cut(nodes[src].op)}) has "
+                                     f"{_outputs(bounds[src])}")
             data.append((src, out, k))
     return data, ctrl
 
@@ -107,7 +108,7 @@ def _port(node, inp: str, port: str | None) -> int:
     if port is None:
         return 0
     if not _PORT.fullmatch(port):
-        raise GraphError(f"op {node.name!r} has input {_short(inp)}: the output after ':' "
+        raise GraphError(f"op {short(node.name)} has input {short(inp)}: the output after ':' "
                          f"must be a number (0, 1, ...)")
     return int(port)
 
@@ -118,6 +119,11 @@ def _outputs(n: int) -> str:
     return f"{n} output" + ("" if n == 1 else "s")
 
 
-def _short(text: str, limit: int = 60) -> str:
+def cut(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters: a hostile name may be megabytes long."""
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} chars)"
+
+
+def short(text: str, limit: int = 60) -> str:
     """``text`` quoted, cut to ``limit`` characters: a hostile name may be megabytes long."""
     return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text):,} chars)"

@@ -131,7 +131,8 @@ def _no_graph(path: Path, graph_def) -> GraphError:
     if not graph_def.node:
         return GraphError(f"{path}: the GraphDef holds no ops")
     k, node = next((k, n) for k, n in enumerate(graph_def.node) if not (n.name and n.op))
-    return GraphError(f"{path}: op {k} of the GraphDef has no {'name' if not node.name else 'type'}")
+    missing = "name" if not node.name else "type"
+    return GraphError(f"{path}: op {k} of the GraphDef has no {missing}")
 
 
 def _parse_binary(path: Path, data: bytes, prefer_meta: bool = False):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from gplace.errors import GraphError
 from gplace.importer.flops import elements
+from gplace.importer.inputs import cut, short
 
 PLACEHOLDERS = ("Placeholder", "PlaceholderWithDefault", "PlaceholderV2")
 # One tensor of more than a pebibyte is a wrong shape, not a model; byte counts stay far
@@ -54,7 +55,7 @@ def tensor_bytes(op: str, what: str, dtype: str, shape, unknown_dim: int) -> int
     if n > MAX_TENSOR_BYTES:
         hint = (f"; its unknown dimensions count as {unknown_dim}" if any(d < 0 for d in shape)
                 else "")
-        raise GraphError(f"op {op!r} {what}: shape {list(shape)} of {dtype} is {n:.3g} bytes, "
+        raise GraphError(f"op {short(op)} {what}: shape {list(shape)} of {dtype} is {n:.3g} bytes, "
                          f"more than the 1 PiB gplace accepts for one tensor{hint}")
     return n
 
@@ -74,13 +75,14 @@ def check_dtypes(graph_def) -> None:
                 else []
             bad = [t for t in types if t not in valid]
             if bad:
-                raise GraphError(f"op {name!r}: attr {key!r} holds dtype number {bad[0]}, "
-                                 f"which is no TensorFlow dtype")
+                raise GraphError(f"op {short(name)}: attr {short(key)} holds dtype number "
+                                 f"{bad[0]}, which is no TensorFlow dtype")
     for f in graph_def.library.function:
         for arg in list(f.signature.input_arg) + list(f.signature.output_arg):
             if arg.type not in valid:
-                raise GraphError(f"function {f.signature.name}: argument {arg.name!r} has "
-                                 f"dtype number {arg.type}, which is no TensorFlow dtype")
+                raise GraphError(f"function {cut(f.signature.name)}: argument "
+                                 f"{short(arg.name)} has dtype number {arg.type}, which is no "
+                                 f"TensorFlow dtype")
 
 
 def _registered(op_type: str) -> bool:

@@ -54,7 +54,8 @@ class RealConfig:
     timeout_s: float = 120.0    # per command (opening a placement, or one visit's steps);
                                 # past it the placement is a hang
     start_timeout_s: float = 90.0  # importing TF in the runner takes ~10 s on a busy machine
-    fetch: str = "step_loss"    # the op that ends a corpus training step
+    fetch: str | None = None    # the op one step runs (its first output: the loss); None:
+                                # step_loss, or else the one op nothing consumes (step_op)
     check_memory: bool = True   # refuse placements whose simulated peak exceeds memory_bytes
     allow_unsafe: bool = False  # run graphs with file-system / Python / RPC ops (safety.py)
     local_threads: int = 0      # thread pools of an in-process (`local`) run; 0 = TF's choice
@@ -97,6 +98,7 @@ class RealMeasurer:
         self.problem, self.config = problem, config or RealConfig()
         self.graph_def = _read_graph_def(graph_def)
         check_safe(self.graph_def, self.config.allow_unsafe)
+        self.fetch = step_op(self.graph_def, self.config.fetch)
         n = worker_tasks(problem)
         self.owns_tasks = tasks is None and n > 0
         self.tasks = LocalProcs(n) if self.owns_tasks else tasks
@@ -227,7 +229,7 @@ class RealMeasurer:
         cfg = self.config
         spare = getattr(self.tasks, "spare_cores", [])
         return {"target": self.tasks.target if self.tasks is not None else "",
-                "fetch": cfg.fetch, "timeout_s": cfg.timeout_s,
+                "fetch": self.fetch, "timeout_s": cfg.timeout_s,
                 "threads": 1 if self.tasks is not None else cfg.local_threads,
                 "cores": list(spare) or None,
                 "op_names": self.problem.graph.names.tolist(),
@@ -247,6 +249,31 @@ class RealMeasurer:
     def restart_tasks(self) -> None:
         if isinstance(self.tasks, LocalProcs):
             self.tasks.start()
+
+
+STEP_OP = "step_loss"  # what the corpus graphs name the op that ends a training step
+
+
+def step_op(graph_def, name: str | None = None) -> str:
+    """The op a measured step runs: ``name``, which must be in the graph; without one
+    STEP_OP, or else the one op that no other op consumes (a graph's train op). A ConfigError
+    asking for ``--loss NAME`` when there is no such op or several: running the wrong op
+    would time nothing, or only a part of the step."""
+    names = [n.name for n in graph_def.node]
+    if name is not None:
+        if name not in set(names):
+            raise ConfigError(f"--loss {name!r}: the graph has no op of that name")
+        return name
+    if STEP_OP in set(names):
+        return STEP_OP
+    consumed = {i.lstrip("^").split(":")[0] for n in graph_def.node for i in n.input}
+    sinks = [n for n in names if n not in consumed]
+    if len(sinks) == 1:
+        return sinks[0]
+    shown = ", ".join(sinks[:8]) + (f", ... ({len(sinks)} in all)" if len(sinks) > 8 else "")
+    raise ConfigError(f"--measure real runs one training step up to its last op, {STEP_OP!r} "
+                      f"by default, and this graph has no op of that name; pass --loss NAME, "
+                      f"the op that ends a step (ops nothing consumes here: {shown})")
 
 
 def _read_graph_def(source):

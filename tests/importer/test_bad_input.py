@@ -54,6 +54,20 @@ def const_and(inp: str) -> bytes:
     return graph_pb(("c", "Const", [], {"dtype": 1}), ("i", "Identity", [inp], {"T": 1}))
 
 
+def huge_placeholder(attr: str) -> bytes:
+    """A Placeholder of shape [2**40, 2**40] (4.8e24 bytes) in its ``shape`` or its recorded
+    ``_output_shapes``, and an op that reads it."""
+    from gplace.tfimport import tensorflow
+    gd = tensorflow().compat.v1.GraphDef()
+    p = gd.node.add(name="p", op="Placeholder")
+    p.attr["dtype"].type = 1
+    shape = p.attr["shape"].shape if attr == "shape" else p.attr[attr].list.shape.add()
+    for _ in range(2):
+        shape.dim.add(size=2**40)
+    gd.node.add(name="q", op="Neg", input=["p"]).attr["T"].type = 1
+    return gd.SerializeToString()
+
+
 def loop_link(p):
     (p / "b.pb").symlink_to(p / "a.pb")
     (p / "a.pb").symlink_to(p / "b.pb")
@@ -98,6 +112,12 @@ CASES = {
                           r"an op's name \(b'ok\\xffame'\) is not UTF-8 text"),
     "symbolic link loop": (loop_link, "a loop of symbolic links"),
     "dangling symbolic link": (dangling_link, "a symbolic link to a missing file"),
+    "placeholder of 2**80 elements": (lambda p: write(p, "huge.pb", huge_placeholder("shape")),
+                                      r"op 'p' placeholder: shape \[1099511627776, "
+                                      r"1099511627776\] of float32 is 4.84e\+24 bytes, more "
+                                      r"than the 1 PiB"),
+    "recorded shape of 2**80 elements": (lambda p: write(p, "rec.pb", huge_placeholder(
+        "_output_shapes")), r"op 'p' output 0: shape \[1099511627776, 1099511627776\]"),
 }
 
 

@@ -13,8 +13,12 @@ from gplace.real.procs import RemoteTasks
 from gplace.real.protocol import ProtocolConfig
 
 
+class FakeNode:
+    name, op, input, device = "step_loss", "Identity", (), ""
+
+
 class FakeGraphDef:
-    node = ()
+    node = (FakeNode(),)  # the op a step runs (gplace.real.measurer.step_op)
 
     class library:
         function = ()
