@@ -1,7 +1,7 @@
-"""gplace: device placement for TensorFlow training-step graphs.
+"""gplace: device placement for TensorFlow and PyTorch training-step graphs.
 
     import gplace
-    graph = gplace.load_graph("model.pb")      # an OpGraph
+    graph = gplace.load_graph("model.pb")      # an OpGraph (or "model.pt2", optimizer="adam")
     placer = gplace.load()                     # the pretrained GNN placer
     from gplace.place import place
     result = place(graph, checkpoint=placer, cluster="post-4gpu", finetune=300)
@@ -17,7 +17,10 @@ __version__ = "0.1.0"
 
 def load_graph(source, **options) -> OpGraph:
     """Imports a GraphDef (.pb, .pbtxt), MetaGraphDef (.meta), SavedModel directory, a
-    ``tf.compat.v1.GraphDef`` or a ``tf.Graph`` into an OpGraph; see :mod:`gplace.importer`."""
+    ``tf.compat.v1.GraphDef`` or a ``tf.Graph`` into an OpGraph; see :mod:`gplace.importer`.
+    A PyTorch ``torch.export`` program (``.pt2``, forward: batch -> scalar loss) imports as one
+    training step, its backward and optimizer included, with the options ``optimizer``
+    ("sgd" or "adam") and ``trust`` (allow pickled payloads); see :mod:`gplace.torchfront`."""
     from gplace.importer import load_graph as _load
     return _load(source, **options)
 

@@ -21,6 +21,8 @@ def source_graph_def(src):
     None for an OpGraph."""
     from gplace.importer import functions
     from gplace.importer.reader import read_graph_def
+    if isinstance(src, (str, Path)) and str(src).lower().endswith(".pt2"):
+        return None  # a PyTorch program: gplace.torchfront.placed runs it
     if isinstance(src, (str, Path)):
         graph_def, _ = read_graph_def(src)
     elif hasattr(src, "as_graph_def"):
@@ -83,7 +85,11 @@ def placement_record(result) -> dict:
     """placement.json: the summary without its wall time (the file is byte-reproducible for a
     seed; the wall time is printed and in report.html) and op name -> TF device."""
     summary = {k: v for k, v in result.summary.as_dict().items() if k != "wall_s"}
-    return {"summary": summary, "placement": result.op_devices}
+    record = {"summary": summary, "placement": result.op_devices}
+    if "torch" in result.graph.meta:  # a PyTorch step: also by FX node and by module
+        from gplace.torchfront.record import torch_record
+        record["torch"] = torch_record(result.graph, result.op_devices)
+    return record
 
 
 def _write_outputs(result, out: Path) -> list[Path]:

@@ -18,6 +18,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--unknown-dim", type=int, default=1, metavar="N",
                    help="size given to unknown dimensions such as a None batch (default: 1)")
     p.add_argument("--save", metavar="FILE.npz", help="also write the imported OpGraph here")
+    from gplace.cli.place_cmd import add_torch_arguments
+    add_torch_arguments(p)
     return p
 
 
@@ -26,7 +28,8 @@ def run(args) -> int:
     checks.model_path(args.model)
     if args.save:
         checks.output_file(args.save, "--save")
-    graph = load_any(args.model, unknown_dim=args.unknown_dim)
+    from gplace.cli.place_cmd import torch_options
+    graph = load_any(args.model, unknown_dim=args.unknown_dim, **torch_options(args))
     if args.save:
         try:
             graph.save(args.save)
@@ -43,12 +46,14 @@ def run(args) -> int:
     return 0
 
 
-def load_any(path: str, unknown_dim: int = 1):
+def load_any(path: str, unknown_dim: int = 1, **torch_options):
     """An OpGraph from a saved ``.npz`` or from anything the importer reads."""
     from gplace.graph import OpGraph
     if str(path).endswith(".npz"):
         return OpGraph.load(path)
     from gplace import load_graph
+    if str(path).lower().endswith(".pt2"):
+        return load_graph(path, **torch_options)
     return load_graph(path, unknown_dim=unknown_dim)
 
 

@@ -1,0 +1,236 @@
+"""One training step as one FX graph: forward, backward and the optimizer's updates.
+
+The forward is the exported program; AOT autograd's joint tracing (``aot_export_module(...,
+trace_joint=True)``, torch/_functorch/aot_autograd.py) derives the backward as ATen ops, with
+buffer mutations (batch-norm running statistics) as outputs; gplace then appends one update
+call per parameter (gplace.torchfront.optim). The result is functional:
+
+    step(*params, *buffers, *optimizer_states, *batch)
+        -> (loss, *new_params, *new_buffers, *new_optimizer_states)
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+
+import torch
+from torch import fx, nn
+
+from gplace.errors import GraphError
+from gplace.torchfront.optim import (OptimizerConfig, adam_update, initial_state, sgd_update)
+from gplace.torchfront.program import one_line
+
+ROLES = ("param", "buffer", "state", "input", "forward", "backward", "optimizer")
+
+
+@dataclass
+class StepGraph:
+    """The functional training step and what each of its placeholders and outputs is."""
+
+    module: fx.GraphModule
+    param_names: list[str]            # fully qualified, in placeholder order
+    buffer_names: list[str]
+    state_names: list[str]            # "<param>.<state>", e.g. "fc.weight.exp_avg"
+    input_names: list[str]            # the forward's argument names
+    params: list[torch.Tensor]        # initial values, in placeholder order
+    buffers: list[torch.Tensor]
+    states: list[torch.Tensor]
+    batch: list[torch.Tensor]         # the example batch saved with the program
+    optimizer: OptimizerConfig
+    role: dict[str, str] = field(default_factory=dict)         # FX node name -> one of ROLES
+    owner: dict[str, str] = field(default_factory=dict)        # placeholder/update -> param
+    grad_of: dict[str, str] = field(default_factory=dict)      # param -> gradient node name
+    buffer_update: dict[str, str] = field(default_factory=dict)  # buffer -> new-value node name
+
+    @property
+    def inputs(self) -> list[torch.Tensor]:
+        """The step's arguments at their initial values with the example batch."""
+        return [*self.params, *self.buffers, *self.states, *self.batch]
+
+    def run(self, inputs: list[torch.Tensor] | None = None) -> tuple[torch.Tensor, ...]:
+        """One step on ``inputs`` (default: :attr:`inputs`), without autograd."""
+        with torch.no_grad():
+            return tuple(self.module(*(self.inputs if inputs is None else inputs)))
+
+    def split_outputs(self, outputs) -> tuple[torch.Tensor, list, list, list]:
+        """(loss, new params, new buffers, new states) from the step's flat outputs."""
+        p, b = len(self.params), len(self.buffers)
+        return outputs[0], list(outputs[1:1 + p]), list(outputs[1 + p:1 + p + b]), \
+            list(outputs[1 + p + b:])
+
+
+class _Tupled(nn.Module):
+    """The exported module with its loss returned as a one-tuple (AOT export wants tuples)."""
+
+    def __init__(self, module: nn.Module):
+        super().__init__()
+        self.m = module
+
+    def forward(self, *args):
+        return (self.m(*args),)
+
+
+def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> StepGraph:
+    """The StepGraph of an ExportedProgram whose forward returns the scalar loss."""
+    args, kwargs = program.example_inputs or ((), {})
+    if kwargs:
+        raise GraphError(f"{label}: the forward takes keyword arguments ({', '.join(kwargs)}); "
+                         "export it with the batch as positional arguments")
+    _check_loss(program, label)
+    wrapped = _Tupled(program.module())
+    try:
+        from torch._functorch.aot_autograd import aot_export_module
+        joint, sig = aot_export_module(wrapped, list(args), trace_joint=True,
+                                       output_loss_index=0)
+    except Exception as e:  # noqa: BLE001 - tracing raises many types; the user gets one line
+        raise GraphError(f"{label}: cannot derive the backward of the exported forward "
+                         f"(data-dependent shapes, custom or non-differentiable ops?): "
+                         f"{one_line(e)}") from None
+    state = dict(wrapped.named_parameters(remove_duplicate=False))
+    state.update(wrapped.named_buffers(remove_duplicate=False))
+    strip = lambda n: n[2:] if n.startswith("m.") else n  # noqa: E731 - _Tupled's prefix
+    step = StepGraph(
+        module=joint, param_names=[strip(n) for n in sig.parameters],
+        buffer_names=[strip(n) for n in sig.buffers], state_names=[],
+        input_names=list(program.graph_signature.user_inputs),
+        params=[state[n].detach().clone() for n in sig.parameters],
+        buffers=[state[n].detach().clone() for n in sig.buffers], states=[],
+        batch=[a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args],
+        optimizer=optimizer)
+    _rewrite(step, sig)
+    return step
+
+
+def _check_loss(program, label: str) -> None:
+    outs = program.graph_signature.user_outputs
+    node = next((n for n in program.graph.nodes if n.name in outs), None) if len(outs) == 1 \
+        else None
+    val = node.meta.get("val") if node is not None else None
+    if not isinstance(val, torch.Tensor) or val.dim() != 0 or not val.is_floating_point():
+        shape = f" of shape {list(val.shape)}" if isinstance(val, torch.Tensor) else ""
+        raise GraphError(f"{label}: the forward must return one scalar floating-point loss "
+                         f"(it returns {len(outs)} output(s){shape})")
+
+
+def _rewrite(step: StepGraph, sig) -> None:
+    """Drops detach, adds optimizer-state placeholders and update calls, and sets the outputs
+    to (loss, new params, new buffers, new states). Fills the role tables."""
+    graph = step.module.graph
+    _drop_detach(graph)
+    nodes = {n.name: n for n in graph.nodes}
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    n_p, n_b = len(step.param_names), len(step.buffer_names)
+    p_nodes, b_nodes = placeholders[:n_p], placeholders[n_p:n_p + n_b]
+    i_nodes = placeholders[n_p + n_b:]
+    grads = {sig.backward_signature.gradients_to_parameters[g]: g
+             for g in sig.backward_signature.gradients_to_parameters}
+    output = graph.find_nodes(op="output")[0]
+    loss = nodes[sig.user_outputs[0]]
+    for node, name in zip(p_nodes, sig.parameters):
+        step.role[node.name], step.owner[node.name] = "param", _strip(name)
+    for node in b_nodes:
+        step.role[node.name] = "buffer"
+    for node in i_nodes:
+        step.role[node.name] = "input"
+    state_nodes = _add_states(step, graph, p_nodes, sig.parameters, grads, i_nodes)
+    new_params = _add_updates(step, graph, output, p_nodes, sig.parameters, grads, nodes,
+                              state_nodes)
+    new_buffers = []
+    for node, name in zip(b_nodes, sig.buffers):
+        upd = next((k for k, v in sig.buffers_to_mutate.items() if v == name), None)
+        new_buffers.append(nodes[upd] if upd else node)
+        if upd:
+            step.buffer_update[_strip(name)] = upd
+    new_states = [n for group in state_nodes for n in group[1]]
+    output.args = ((loss, *new_params, *new_buffers, *new_states),)
+    graph.eliminate_dead_code()
+    graph.lint()
+    step.module.recompile()
+    _label_passes(step, loss, new_buffers)
+
+
+def _strip(name: str) -> str:
+    return name[2:] if name.startswith("m.") else name
+
+
+def _drop_detach(graph: fx.Graph) -> None:
+    """AOT autograd's detach calls are identities in a graph run without autograd."""
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is torch.ops.aten.detach.default:
+            node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+
+
+def _add_states(step, graph, p_nodes, names, grads, i_nodes):
+    """Placeholders for the optimizer state of every parameter with a gradient, before the
+    batch placeholders. Returns [(param node, [state nodes])]."""
+    result = []
+    anchor = i_nodes[0] if i_nodes else graph.find_nodes(op="output")[0]
+    for p_node, name, value in zip(p_nodes, names, step.params):
+        if name not in grads:
+            continue
+        nodes = []
+        for sname, init in zip(step.optimizer.state_names, initial_state(step.optimizer, value)):
+            with graph.inserting_before(anchor):
+                node = graph.placeholder(f"state_{len(step.state_names)}")
+            node.meta["val"] = torch.empty_like(init, device="meta")
+            step.state_names.append(f"{_strip(name)}.{sname}")
+            step.states.append(init)
+            step.role[node.name], step.owner[node.name] = "state", _strip(name)
+            nodes.append(node)
+        result.append((p_node, nodes))
+    return result
+
+
+def _add_updates(step, graph, output, p_nodes, names, grads, nodes, state_nodes):
+    """One update call per parameter with a gradient; returns the new-parameter nodes."""
+    states = {p.name: s for p, s in state_nodes}
+    cfg = step.optimizer
+    new_params = []
+    for p_node, name in zip(p_nodes, names):
+        if name not in grads:
+            new_params.append(p_node)
+            continue
+        grad = nodes[grads[name]]
+        step.grad_of[_strip(name)] = grad.name
+        meta = p_node.meta["val"]
+        with graph.inserting_before(output):
+            if cfg.name == "adam":
+                s = states[p_node.name]
+                call = graph.call_function(adam_update, (p_node, grad, *s, cfg.lr, cfg.beta1,
+                                                         cfg.beta2, cfg.eps))
+                outs = [graph.call_function(operator.getitem, (call, i)) for i in range(4)]
+                vals = [meta, meta, meta, s[2].meta["val"]]
+                for o, v in zip(outs, vals):
+                    o.meta["val"] = torch.empty_like(v, device="meta")
+                call.meta["val"] = tuple(o.meta["val"] for o in outs)
+                # the new states replace the state placeholders in the outputs
+                states[p_node.name][:] = outs[1:]
+                new_params.append(outs[0])
+            else:
+                call = graph.call_function(sgd_update, (p_node, grad, cfg.lr))
+                call.meta["val"] = torch.empty_like(meta, device="meta")
+                new_params.append(call)
+        step.role[call.name], step.owner[call.name] = "optimizer", _strip(name)
+    return new_params
+
+
+def _label_passes(step: StepGraph, loss: fx.Node, new_buffers: list[fx.Node]) -> None:
+    """Forward: every op the loss or a buffer update depends on; the rest is backward."""
+    forward: set[str] = set()
+    stack = [loss, *new_buffers]
+    while stack:
+        node = stack.pop()
+        if node.name in forward:
+            continue
+        forward.add(node.name)
+        stack.extend(node.all_input_nodes)
+    for node in step.module.graph.nodes:
+        if node.op == "output" or node.name in step.role:
+            continue
+        if node.op == "call_function" and node.target is operator.getitem and \
+                node.args[0].name in step.role and step.role[node.args[0].name] == "optimizer":
+            step.role[node.name] = "optimizer"
+            continue
+        step.role[node.name] = "forward" if node.name in forward else "backward"

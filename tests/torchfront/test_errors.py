@@ -1,0 +1,118 @@
+"""Input gplace cannot import fails with one GraphError line; the CLI exits 2 with it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import gplace
+from gplace.errors import GraphError
+
+
+def save(module, args, path):
+    torch.export.save(torch.export.export(module, args), path)
+    return path
+
+
+class MaskedGCN(torch.nn.Module):
+    """GCNConv with its default self-loops: a boolean-mask selection, whose output size
+    depends on the data; torch.export takes it, the joint graph cannot."""
+
+    def __init__(self):
+        super().__init__()
+        from torch_geometric.nn import GCNConv
+        self.conv = GCNConv(8, 4)
+
+    def forward(self, x, edge_index, y):
+        return F.cross_entropy(self.conv(x, edge_index), y)
+
+
+class TwoOutputs(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def test_data_dependent_shapes_are_one_graph_error(tmp_path):
+    path = save(MaskedGCN(), (torch.randn(10, 8), torch.randint(0, 10, (2, 30)),
+                              torch.randint(0, 4, (10,))), tmp_path / "masked.pt2")
+    with pytest.raises(GraphError, match="cannot derive the backward") as e:
+        gplace.load_graph(path)
+    assert "\n" not in str(e.value) and len(str(e.value)) < 400
+
+
+def test_a_forward_that_is_not_a_scalar_loss_is_refused(tmp_path):
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "logits.pt2")
+    with pytest.raises(GraphError, match="one scalar floating-point loss.*shape \\[2, 4\\]"):
+        gplace.load_graph(path)
+
+
+def test_a_pickled_payload_is_refused_without_trust(tmp_path):
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
+    pickled = tmp_path / "pickled.pt2"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(pickled, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("model_weights_config.json"):
+                data = data.replace(b'"use_pickle": false', b'"use_pickle": true', 1)
+            dst.writestr(info, data)
+    with pytest.raises(GraphError, match="stored pickled.*--trust-pt2"):
+        gplace.load_graph(pickled)
+
+
+def test_a_member_beyond_tensors_is_refused(tmp_path):
+    import io
+    import pickle
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
+    evil = tmp_path / "evil.pt2"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(evil, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith(".pt"):
+                buffer = io.BytesIO()
+                torch.save({"x": pickle.loads(pickle.dumps(zipfile.ZipInfo("x")))}, buffer)
+                data = buffer.getvalue()
+            dst.writestr(info, data)
+    with pytest.raises(GraphError, match="holds objects beyond tensors"):
+        gplace.load_graph(evil)
+
+
+def test_not_an_archive_is_one_line(tmp_path):
+    bad = tmp_path / "bad.pt2"
+    bad.write_bytes(b"not a zip")
+    with pytest.raises(GraphError, match="not a torch.export archive"):
+        gplace.load_graph(bad)
+
+
+def test_the_cli_prints_one_line_and_exits_2(tmp_path):
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "logits.pt2")
+    out = subprocess.run([sys.executable, "-m", "gplace", "inspect", str(path)],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 2, out.stderr[-2000:]
+    lines = [ln for ln in out.stderr.splitlines() if ln.startswith("gplace")]
+    assert len(lines) == 1 and "scalar floating-point loss" in lines[0]
+    assert "Traceback" not in out.stderr
+
+
+def test_torch_options_for_a_tensorflow_model_are_refused(capsys):
+    from gplace.cli import main
+    assert main(["inspect", "gplace/examples/small_resnet.pb", "--optimizer", "adam"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "apply to PyTorch (.pt2) models only" in err[0]
+
+
+def test_the_cli_inspects_a_pt2_with_its_optimizer(pt2, capsys):
+    import json
+    from gplace.cli import main
+    assert main(["inspect", str(pt2("gnn")), "--optimizer", "adam", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["import"]["optimizer"] == "adam"
+    assert summary["top_op_types"]["ResourceApplyAdam"] == 4

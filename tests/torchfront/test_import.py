@@ -1,0 +1,137 @@
+"""The import of PyTorch training steps: FLOPs against torch.utils.flop_counter, bytes,
+colocation, op types the policy knows, and the dispatch from gplace.load_graph."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import gplace
+from gplace.examples.torch.models import build
+from gplace.torchfront.flops import reference_flops
+FAST = ("cnn", "gpt", "recsys", "gnn")  # the LSTM joint graph takes ~5 s more: slow
+
+SLOW_LSTM = pytest.param("lstm", marks=pytest.mark.slow)
+
+
+def forward_backward_counted(graph) -> float:
+    roles = np.asarray(graph.meta["torch"]["roles"])
+    counted = np.asarray(graph.meta["torch"]["counted_flops"])
+    return float(counted[np.isin(roles, ["forward", "backward"])].sum())
+
+
+@pytest.mark.parametrize("name", [*FAST, SLOW_LSTM])
+def test_flops_match_the_flop_counter_on_forward_and_backward(step_of, name):
+    _, graph = step_of(name)
+    module, batch = build(name)
+    reference = reference_flops(module, batch)
+    assert reference > 0
+    assert forward_backward_counted(graph) == pytest.approx(reference, rel=0.05)
+    # the optimizer and the estimated elementwise work come on top, never instead
+    assert graph.flops.sum() >= forward_backward_counted(graph)
+
+
+def test_counted_flops_of_one_linear_layer_by_hand(tmp_path):
+    """y = x W^T + b, loss = sum(y): forward 2*B*I*O, backward 2*B*I*O for dW (dx is not
+    needed: x is an input), so 4*B*I*O counted."""
+    class Lin(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 8)
+
+        def forward(self, x):
+            return self.fc(x).sum()
+    path = tmp_path / "lin.pt2"
+    torch.export.save(torch.export.export(Lin(), (torch.randn(4, 16),)), path)
+    graph = gplace.load_graph(path)
+    assert forward_backward_counted(graph) == 4 * 4 * 16 * 8
+
+
+def test_bytes_and_parameters(step_of):
+    step, graph = step_of("cnn", "adam")
+    params = sum(p.numel() * 4 for p in step.params)
+    buffers = sum(b.numel() * b.element_size() for b in step.buffers)
+    # parameters, buffers, and Adam's two moments per parameter plus a 4-byte step count
+    states = 2 * params + 4 * len(step.grad_of)
+    assert graph.param_bytes.sum() == params + buffers + states
+    conv = graph.index("convolution")
+    n, c, h, w = 8, 16, 32, 32
+    assert graph.output_bytes[conv] == n * c * h * w * 4
+    assert graph.output_shape(int(graph.out_ptr[conv])) == (n, c, h, w)
+
+
+def test_a_parameter_its_state_and_update_are_one_group(step_of):
+    _, graph = step_of("cnn", "adam")
+    g = lambda name: graph.group[graph.index(name)]  # noqa: E731
+    weight = g("params/conv1.weight")
+    assert g("optimizer/conv1.weight/exp_avg") == weight
+    assert g("optimizer/conv1.weight/exp_avg_sq") == weight
+    assert g("optimizer/conv1.weight/step") == weight
+    assert g("optimizer/conv1.weight/adam") == weight
+    assert g("params/conv2.weight") != weight
+
+
+def test_batch_norm_sits_with_its_running_statistics(step_of):
+    _, graph = step_of("cnn")
+    bn = graph.index("_native_batch_norm_legit_functional")
+    assert graph.group[bn] == graph.group[graph.index("buffers/bn1.running_mean")]
+    assert graph.group[bn] == graph.group[graph.index("buffers/bn1.running_var")]
+
+
+def test_the_gradient_of_a_tied_weight_is_accumulated_with_it(tmp_path):
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(20, 8)
+
+        def forward(self, idx):
+            return (self.emb(idx) @ self.emb.weight.t()).logsumexp(-1).mean()
+    path = tmp_path / "tied.pt2"
+    torch.export.save(torch.export.export(Tied(), (torch.randint(0, 20, (4,)),)), path)
+    graph = gplace.load_graph(path)
+    names = graph.names.tolist()
+    group = graph.group[graph.index("params/emb.weight")]
+    adds = [n for n, t in zip(names, graph.meta["torch"]["aten"]) if t == "add"
+            and graph.group[names.index(n)] == group]
+    assert adds, "the addition of the two gradient contributions is not with the weight"
+
+
+def test_op_types_are_the_policys_vocabulary(step_of):
+    from gplace.gnn.features import OP_VOCAB
+    from gplace.torchfront.optypes import ROLE_TYPE, TF_TYPE
+    unknown = set(TF_TYPE.values()) - set(OP_VOCAB) - {"Placeholder", "Max"}
+    assert not unknown
+    assert set(ROLE_TYPE.values()) <= set(OP_VOCAB) | {"Placeholder"}
+    for name in FAST:
+        _, graph = step_of(name)
+        known = np.isin(graph.op_types, OP_VOCAB).mean()
+        assert known > 0.8, (name, known)
+
+
+def test_backward_ops_are_named_as_gradients(step_of):
+    _, graph = step_of("gpt")
+    roles = np.asarray(graph.meta["torch"]["roles"])
+    grads = np.char.startswith(graph.names.astype(str), "gradients/")
+    assert np.array_equal(grads, roles == "backward")
+    assert (roles == "backward").sum() > (roles == "forward").sum() * 0.5
+
+
+def test_load_graph_dispatches_pt2_without_tensorflow(pt2):
+    import subprocess
+    code = ("import sys, gplace; g = gplace.load_graph(sys.argv[1], optimizer='adam'); "
+            "assert 'tensorflow' not in sys.modules; print(g.num_ops)")
+    out = subprocess.run([sys.executable, "-c", code, str(pt2("gnn"))], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert int(out.stdout.split()[-1]) > 50
+
+
+def test_opgraph_round_trips_through_npz(step_of, tmp_path):
+    _, graph = step_of("recsys")
+    graph.save(tmp_path / "g.npz")
+    again = gplace.OpGraph.load(tmp_path / "g.npz")
+    assert again.names.tolist() == graph.names.tolist()
+    assert again.meta["torch"]["fx_nodes"] == graph.meta["torch"]["fx_nodes"]
