@@ -1,8 +1,8 @@
 """Zero-shot of policy checkpoints on a wider validation set than pretraining's 24 problems:
 the 6 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random clusters used
-nowhere else (48 problems). Used to pick round 2b (pretrain/README.md). Simulated: estimates.
+nowhere else (48 problems; pretrain/README.md quotes it). Simulated: estimates.
 
-    .venv/bin/python -m pretrain.wide_validation untrained pretrain/round2.pt gplace/checkpoints/policy.pt
+    .venv/bin/python -m pretrain.wide_validation untrained gplace/checkpoints/policy.pt
 """
 import sys, numpy as np, torch
 from gplace.gnn.corpus import list_corpus
@@ -13,7 +13,7 @@ from gplace.gnn.policy import GNNPolicy
 def wide_problems() -> list:
     """(corpus entry, cluster spec) of the 48 problems: the 6 validation graphs x 4 presets and
     4 random clusters (seeds used nowhere else)."""
-    entries = [e for e in list_corpus('pretrain/corpus84') if e.split == 'validation']
+    entries = [e for e in list_corpus('pretrain/corpus139') if e.split == 'validation']
     return [(e, c) for i, e in enumerate(entries)
             for c in ['post-2gpu', 'post-4gpu', 'hetero', 'hdp-8gpu']
             + [3_000_000 + 10 * i + j for j in range(4)]]

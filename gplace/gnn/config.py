@@ -1,24 +1,41 @@
 """Settings of the learned placer, one dataclass per component (no torch here, so that the
-CLI builds its options from these defaults without importing the network)."""
+CLI builds its options from these dataclasses without importing the network: a field's name is
+its option, its default the option's default, and the comment beside it the option's help).
+"""
 
 from __future__ import annotations
 
+import inspect
+import io
+import tokenize
 from dataclasses import dataclass, field
+
+from gplace.errors import ConfigError
+
+
+def _check(rules) -> None:
+    """Raises ConfigError with the first rule that fails: (bad, message) pairs."""
+    for bad, message in rules:
+        if bad:
+            raise ConfigError(message)
 
 
 @dataclass(frozen=True)
 class LearnConfig:
-    samples: int = 16            # K: placements rolled out per problem per step
+    samples: int = 16            # K: placements rolled out per problem per step; 0: imitation
+                                 # of the elites only
     ppo_epochs: int = 4          # gradient steps on each rollout (Post: ~10 for its table)
     clip: float = 0.2            # PPO clip range, per decision
     ce_weight: float = 1.0       # weight of the elite cross-entropy (per decision)
     entropy_coef: float = 0.01   # keeps exploration alive while the elites pull the policy
     elite_size: int = 4          # placements kept in each problem's elite set
-    lr: float = 1e-3             # Adam
-    w0_lr_scale: float = 10.0    # the global decision weights' lr / lr (GNNPolicy.param_groups)
+    lr: float = 1e-3             # Adam learning rate
+    w0_lr_scale: float = 10.0    # the global decision weights' learning rate / lr
+                                 # (GNNPolicy.param_groups)
     temperature: float = 1.0     # rollouts and the loss use softmax(logits / temperature)
     dagger: float = 0.0          # weight of the cross-entropy towards the best elite along the
-                                 # policy's own greedy schedule (learn.onpolicy_loss)
+                                 # policy's own greedy schedule (learn.onpolicy_loss; DAgger,
+                                 # Ross et al. 2011)
     dagger_follow: float = 0.5   # ... which follows the elite at each decision with this
                                  # probability (0: the policy's own states only)
     dagger_temperature: float = 0.0  # > 0: ... and otherwise samples the policy at this
@@ -27,36 +44,76 @@ class LearnConfig:
                                  # the decisions by the unit's work (learn.decision_weights;
                                  # 0: every decision counts the same)
 
+    def __post_init__(self):
+        _check([(self.samples == 1 or self.samples < 0, "--samples must be 0 or >= 2"),
+                (self.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
+                (self.ce_weight < 0, "--ce-weight must be >= 0"),
+                (self.elite_size < 1, "--elite-size must be >= 1"),
+                (not self.lr > 0, "--lr must be > 0"),
+                (not self.temperature > 0, "--temperature must be > 0"),
+                (self.dagger < 0, "--dagger must be >= 0"),
+                (not 0 <= self.dagger_follow <= 1, "--dagger-follow must be in [0, 1]"),
+                (self.dagger_temperature < 0, "--dagger-temperature must be >= 0"),
+                (not 0 <= self.ce_work <= 1, "--ce-work must be in [0, 1]")])
+
+
+# The recipe of the shipped policy (pretrain/README.md): imitation of the experts only, along
+# their schedules and the policy's own, each decision weighted by its unit's work.
+IMITATION = dict(samples=0, ppo_epochs=1, ce_weight=1.0, elite_size=1, lr=1e-3, dagger=1.0,
+                 dagger_follow=0.5, ce_work=1.0)
+
 
 @dataclass(frozen=True)
 class PretrainConfig:
-    corpus: str = "datasets"
-    clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # hdp-8gpu, nvlink-8gpu
-                                              # stay unseen for the generalization study
+    corpus: str = "pretrain/corpus139"  # corpus folder: a manifest.yaml or any folder of
+                                        # .pb/.pbtxt/SavedModel graphs; the default is the
+                                        # shipped policy's 139 graphs
+    clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # cluster presets or
+                                   # YAML files to train on (hdp-8gpu and nvlink-8gpu stay
+                                   # unseen for the generalization study)
     random_clusters: int = 2       # random clusters per training graph (and 1 per validation
                                    # graph), besides the presets
-    problems_per_step: int = 2     # (graph, cluster) problems per training step
-    max_steps: int = 300
-    val_every: int = 50            # training steps between validations
-    hidden_channels: int = 64
-    num_layers: int = 3
-    seed: int = 0
+    problems_per_step: int = 4     # (graph, cluster) problems per training step
+    max_steps: int = 1600          # training steps of each round's imitation (the shipped
+                                   # round's best validation was at step 1,400)
+    val_every: int = 100           # training steps between validations
+    hidden_channels: int = 64      # width of the network's layers
+    num_layers: int = 3            # message-passing layers of the graph encoder
+    seed: int = 0                  # problems, rollouts and expert searches; 0 <= seed < 2**32
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
-                                   # one on ResNet-50, and the 2-core machine is the limit
-    threads: int = 1               # torch intra-op threads; more were slower on 2 busy cores
-    expert_budget: int = 0         # > 0: each training problem's elite set also holds an expert
-                                   # placement from a search of this many samples (experts.py)
-    expert_from: str | None = None # the expert search starts from this policy checkpoint
-                                   # (None: the untrained network), the next round of
-                                   # expert iteration
-    init_from: str | None = None   # start from this policy checkpoint's weights (its network
-                                   # shape) instead of a fresh network: the next round of
-                                   # expert iteration continues the last one's policy
-    ema_decay: float = 0.0         # > 0: validate and ship an exponential moving average of
-                                   # the weights (per training step); the greedy placement
-                                   # swings with every step's weights, their average less
-    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
-        samples=12, ppo_epochs=3, lr=1e-3, ce_weight=0.1))
+                                   # one on ResNet-50
+    threads: int = 1               # torch intra-op threads per process
+    expert_budget: int = 400       # samples of each training problem's expert search, whose
+                                   # result joins its elite set (gplace.gnn.experts); 0: none
+    expert_from: str | None = None # the first round's expert searches start from this policy
+                                   # checkpoint (default: --init, else the untrained network)
+    init_from: str | None = None   # every round's imitation starts from this checkpoint's
+                                   # weights and network shape instead of a fresh network
+    ema_decay: float = 0.98        # > 0: validate and ship an exponential moving average of
+                                   # the weights (per step); the greedy placement swings with
+                                   # every step's weights, their average less
+    rounds: int = 0                # rounds of expert iteration; 0: until validation stops
+                                   # improving
+    learn: LearnConfig = field(default_factory=lambda: LearnConfig(**IMITATION))
+
+    def __post_init__(self):
+        lc = self.learn
+        _check([(self.max_steps < 1, "--max-steps must be >= 1"),
+                (self.val_every < 1, "--val-every must be >= 1"),
+                (self.problems_per_step < 1, "--problems-per-step must be >= 1"),
+                (self.random_clusters < 0, "--random-clusters must be >= 0"),
+                (self.expert_budget < 0, "--expert-budget must be >= 0"),
+                (self.hidden_channels < 1, "--hidden-channels must be >= 1"),
+                (self.num_layers < 1, "--num-layers must be >= 1"),
+                (self.threads < 1, "--threads must be >= 1"),
+                (self.rounds < 0, "--rounds must be >= 0"),
+                (not 0 <= self.seed < 2**32, "--seed must be in [0, 2**32)"),
+                (not 0 <= self.ema_decay < 1, "--ema-decay must be in [0, 1)"),
+                (self.expert_from is not None and self.expert_budget == 0,
+                 "--expert-from needs --expert-budget > 0"),
+                (lc.samples == 0 and (self.expert_budget == 0 or lc.ce_weight == lc.dagger == 0),
+                 "--samples 0 (imitation only) needs --expert-budget > 0 and --ce-weight or "
+                 "--dagger > 0: there would be nothing to learn from")])
 
 
 @dataclass(frozen=True)
@@ -82,3 +139,27 @@ class FinetuneConfig:
                                  # heuristic, 16: 0.742x, 64: 0.739x; finetune/HISTORY.md)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
+
+
+def field_help(cls) -> dict[str, str]:
+    """Each field's comment in the source of dataclass ``cls`` (continuation comment lines
+    joined): the help text of its command-line option."""
+    helps: dict[str, list[str]] = {}
+    current, depth = None, 0
+    tokens = tokenize.generate_tokens(io.StringIO(inspect.getsource(cls)).readline)
+    line_start = True
+    for tok in tokens:
+        if tok.type in (tokenize.NEWLINE, tokenize.NL):
+            line_start = True
+            continue
+        if tok.type == tokenize.INDENT or tok.type == tokenize.DEDENT:
+            continue
+        if tok.type == tokenize.NAME and line_start and tok.start[1] == 4 and tok.string not in (
+                "def", "return", "class"):
+            current = tok.string
+        elif tok.type == tokenize.NAME and tok.string == "def" and tok.start[1] == 4:
+            break
+        if tok.type == tokenize.COMMENT and current is not None:
+            helps.setdefault(current, []).append(tok.string.lstrip("#").strip())
+        line_start = False
+    return {k: " ".join(v) for k, v in helps.items()}

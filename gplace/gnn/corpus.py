@@ -10,6 +10,7 @@ without a ``<name>.profile.json.gz`` beside them get estimated (roofline) costs,
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ def find_manifest(directory: Path) -> tuple[Path, Path] | None:
     """(manifest, corpus dir) for ``datasets/`` or ``datasets/corpus/``; None for a plain folder."""
     for manifest in (directory / "manifest.yaml", directory.parent / "manifest.yaml"):
         if manifest.is_file():
-            data = yaml.safe_load(manifest.read_text()) or {}
+            data = _read_manifest(manifest)
             corpus = (manifest.parent / data.get("corpus_dir", ".")).resolve()
             if corpus == directory.resolve() or manifest.parent == directory:
                 return manifest, corpus
@@ -54,10 +55,36 @@ def list_corpus(directory: str | Path) -> list[CorpusGraph]:
     return graphs
 
 
+def _read_manifest(manifest: Path) -> dict:
+    try:
+        data = yaml.safe_load(manifest.read_text())
+    except yaml.YAMLError as e:
+        where = getattr(e, "problem_mark", None)
+        at = f" at line {where.line + 1}" if where is not None else ""
+        raise ConfigError(f"{manifest}: not valid YAML{at} "
+                          f"({getattr(e, 'problem', None) or 'syntax error'})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{manifest}: cannot read it ({e})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("graphs", []), list):
+        raise ConfigError(f"{manifest}: expected a mapping with a 'graphs:' list")
+    return data
+
+
+MANIFEST_FIELDS = ("name", "family", "split", "graph")
+
+
 def _from_manifest(manifest: Path, corpus: Path) -> list[CorpusGraph]:
-    rows = (yaml.safe_load(manifest.read_text()) or {}).get("graphs", [])
+    rows = _read_manifest(manifest).get("graphs", [])
     out = []
-    for row in rows:
+    for i, row in enumerate(rows, 1):
+        missing = [k for k in MANIFEST_FIELDS if not isinstance(row, dict) or not row.get(k)]
+        if missing:
+            name = row.get("name", "?") if isinstance(row, dict) else "?"
+            raise ConfigError(f"{manifest}: graph row {i} ({name}) has no "
+                              f"{', '.join(repr(k + ':') for k in missing)}; every row needs "
+                              f"{', '.join(MANIFEST_FIELDS)}")
         path = corpus / row["graph"]
         if not path.exists():
             continue  # listed but not built here yet: `python -m datasets.build` makes it
@@ -82,8 +109,9 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
 def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     """The imported graph, from the cache when it is fresh."""
     from gplace.importer import IMPORTER_VERSION, load_graph
+    from gplace.gnn.cache import cache_dir
     stat = entry.path.stat()
-    cache = entry.path.parent / ".gplace-cache" / (
+    cache = cache_dir(entry.path) / (
         f"{entry.name}-{stat.st_size}-{int(stat.st_mtime)}-v{IMPORTER_VERSION}.npz")
     if cache.exists():
         try:
@@ -96,6 +124,26 @@ def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     except OSError:
         pass  # a read-only corpus still works, only slower
     return graph
+
+
+def importable(entries: list[CorpusGraph]) -> tuple[list[CorpusGraph],
+                                                    list[tuple[CorpusGraph, str]]]:
+    """(the graphs that import, (graph, why not) for the others)."""
+    good, bad = [], []
+    for e in entries:
+        why = import_error(e)
+        (good.append(e) if why is None else bad.append((e, why)))
+    return good, bad
+
+
+@functools.lru_cache(maxsize=None)
+def import_error(entry: CorpusGraph) -> str | None:
+    """None if the graph imports, else the one line that says why not."""
+    try:
+        load_corpus_graph(entry)
+    except GplaceError as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+    return None
 
 
 def describe(entries: list[CorpusGraph]) -> str:

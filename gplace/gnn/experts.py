@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import zipfile
 from pathlib import Path
 
 import numpy as np
 
+from gplace.errors import ConfigError
+from gplace.gnn.cache import cache_dir
+from gplace.io import atomic_write
 from gplace.measure import Measurer
 from gplace.problem import PlacementProblem
 
@@ -46,11 +50,11 @@ def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.
 
 def expert_folder(graph_path: str | Path) -> Path:
     """Where the experts of the corpus graph at ``graph_path`` are cached: beside it."""
-    return Path(graph_path).parent / ".gplace-cache" / "experts"
+    return cache_dir(graph_path, "experts")
 
 
 # a cached expert's file name: {graph}-{problem key}-v{EXPERT_VERSION}-b{budget}-s{seed}[-{start}]
-EXPERT_FILE = re.compile(r"^(.+)-[0-9a-f]{16}-v\d+-b\d+-s\d+(-[0-9a-f]{12})?\.npy$")
+EXPERT_FILE = re.compile(r"^(.+)-([0-9a-f]{16})-v\d+-b\d+-s\d+(-[0-9a-f]{12})?\.npy$")
 
 
 def start_tag(start: str | Path | None) -> str:
@@ -58,3 +62,70 @@ def start_tag(start: str | Path | None) -> str:
     if start is None:
         return "prior"
     return hashlib.sha1(Path(start).read_bytes()).hexdigest()[:12]
+
+
+def expert_name(graph: str, key: str, budget: int, seed: int,
+                start: str | Path | None = None) -> str:
+    """The cache file name of the expert of problem ``key`` (gplace.gnn.cache.problem_key)
+    of graph ``graph`` from a ``budget``-sample search with ``seed`` from ``start``."""
+    tail = "" if start is None else f"-{start_tag(start)}"
+    return f"{graph}-{key}-v{EXPERT_VERSION}-b{budget}-s{seed}{tail}.npy"
+
+
+def cached_experts(entry, key: str, seed: int) -> list[tuple[str, np.ndarray]]:
+    """(file name, placement) of every cached expert of problem ``key`` of the corpus graph
+    ``entry`` searched with ``seed``, any budget and starting network, by name."""
+    folder = expert_folder(entry.path)
+    stem = f"{entry.name}-{key}-v{EXPERT_VERSION}-"
+    return [(f.name, np.load(f)) for f in sorted(folder.glob(f"{stem}*-s{seed}*.npy"))
+            if EXPERT_FILE.match(f.name) and f.name[len(stem):-4].split("-")[1] == f"s{seed}"]
+
+
+ARCHIVE = "experts.npz"  # a corpus folder's committed experts, restored before a run
+
+
+def corpus_archive(corpus: str | Path) -> Path | None:
+    """The experts archive a corpus folder ships (``experts.npz`` beside its manifest)."""
+    path = Path(corpus) / ARCHIVE
+    return path if path.is_file() else None
+
+
+def save_archive(entries, path: str | Path) -> int:
+    """Packs every cached expert of the corpus graphs ``entries`` into one compressed
+    ``.npz`` (devices as uint8), written atomically; returns how many."""
+    arrays = {}
+    for e in entries:
+        for f in sorted(expert_folder(e.path).glob(f"{e.name}-*.npy")):
+            m = EXPERT_FILE.match(f.name)
+            if m and m.group(1) == e.name:
+                a = np.load(f)
+                arrays[f.name] = a.astype(np.uint8) if a.min() >= 0 and a.max() < 256 else a
+    atomic_write(path, lambda f: np.savez_compressed(f, **arrays), binary=True)
+    return len(arrays)
+
+
+def restore_archive(entries, path: str | Path) -> tuple[int, int, int]:
+    """Writes the archive's experts into the cache of the corpus graphs ``entries`` as int64
+    ``.npy`` files (the bytes a search writes), each atomically; returns (written, already
+    there, not of these graphs). A cached file is never overwritten."""
+    folders = {e.name: expert_folder(e.path) for e in entries}
+    written = present = foreign = 0
+    try:
+        archive = np.load(path)
+        names = archive.files
+    except (OSError, ValueError, AttributeError, zipfile.BadZipFile) as e:
+        raise ConfigError(f"{path}: not an experts archive ({e})") from None
+    with archive:
+        for key in names:
+            m = EXPERT_FILE.match(key)
+            if m is None or m.group(1) not in folders:
+                foreign += 1
+                continue
+            target = folders[m.group(1)] / key
+            if target.exists():
+                present += 1
+                continue
+            a = archive[key].astype(np.int64)
+            atomic_write(target, lambda f: np.save(f, a), binary=True)
+            written += 1
+    return written, present, foreign

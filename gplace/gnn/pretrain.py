@@ -1,7 +1,5 @@
-"""Pretraining the list-scheduler policy over a corpus with Post's objective (DESIGN.md,
-"Pretraining").
-
-    gplace pretrain --corpus datasets/ --max-steps 3000 --out policy.pt
+"""One pretraining run of the list-scheduler policy over a corpus with Post's objective
+(DESIGN.md, "Pretraining"); expert iteration (gplace.gnn.iteration) runs one per round.
 
 Problems are (graph, cluster) pairs of the training split at full granularity (colocation
 groups), over the preset clusters and over random clusters (gplace.gnn.random_clusters). Each
@@ -12,18 +10,18 @@ Validation: the zero-shot placement (greedy rollout, no samples) of each validat
 against its best heuristic, as a geometric mean, and the share at or below it.
 
 Which problems a step takes and the rollouts' random numbers are functions of (seed, step), and
-the elite sets are saved in the checkpoint, so ``--resume`` continues the very run it resumes.
+the elite sets are saved in the checkpoint, so a resumed run is the very run it resumes.
 Lightning gives checkpoints, CSV and TensorBoard logs, and DDP (``--devices``, ``--num-nodes``).
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
 import sys
 import time
 import warnings
 from dataclasses import asdict
+from datetime import timedelta
 from pathlib import Path
 
 import lightning as L
@@ -35,12 +33,13 @@ from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
 from gplace.errors import ConfigError
 from gplace.gnn.config import PretrainConfig
-from gplace.gnn.corpus import CorpusGraph, describe, list_corpus, load_corpus_graph
-from gplace.gnn.experts import EXPERT_VERSION, expert_folder, search_expert, start_tag
+from gplace.gnn.corpus import (CorpusGraph, describe, import_error, list_corpus,
+                                load_corpus_graph)
+from gplace.gnn.cache import cached, problem_key
+from gplace.gnn.experts import cached_experts, expert_folder, expert_name, search_expert
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
-from gplace.io import cached_array
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
@@ -53,6 +52,8 @@ def problem_specs(cfg: PretrainConfig, split: str) -> list[tuple[CorpusGraph, st
     per_graph = cfg.random_clusters if split == "train" else min(cfg.random_clusters, 1)
     specs = []
     for i, e in enumerate(entries):
+        if (e.ops is None or e.ops <= cfg.max_graph_ops) and import_error(e) is not None:
+            continue  # a graph that does not import (its neighbours keep their seeds)
         specs += [(e, c) for c in cfg.clusters]
         base = (1 if split == "train" else 2) * 1_000_000 + cfg.seed * 10_000 + i * 10
         specs += [(e, base + j) for j in range(per_graph)]
@@ -64,45 +65,46 @@ def cluster_of(spec: str | int) -> Cluster:
 
 
 def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_budget: int = 0,
-                expert_seed: int = 0, expert_from: str | None = None) -> ProblemState:
+                expert_seed: int = 0, expert_from: str | None = None,
+                search: bool = True) -> ProblemState:
     """A full-granularity problem whose elite set starts with the heuristics' placements
     (cached beside the corpus: they are deterministic, and m-ETF takes seconds on big graphs)
-    and, with ``expert_budget``, an expert placement (gplace.gnn.experts, cached too). The
-    reference time (rewards, validation) stays the best heuristic's."""
+    and, with ``expert_budget``, the problem's experts (gplace.gnn.experts, cached too): the
+    one of this budget, seed and starting network, searched here if ``search`` and not cached
+    yet, and every other cached expert of the problem. The reference time (rewards,
+    validation) stays the best heuristic's."""
     graph = load_corpus_graph(entry)
     model = CostModel()
     if entry.profile is not None:
         model.add_profile(CostProfile.load(entry.profile))
     problem = PlacementProblem.build(graph, cluster, model)
     measurer = SimMeasurer(problem)
-    key = hashlib.sha1(repr((cluster, entry.profile is not None, graph.num_ops,
-                             graph.num_edges, problem.num_units)).encode()).hexdigest()[:16]
-    cache = entry.path.parent / ".gplace-cache" / "seeds" / f"{entry.name}-{key}.npy"
-    seeds = list(cached_array(cache, lambda: np.stack(
+    key = problem_key(problem, entry.profile is not None)
+    seeds = list(cached(entry.path, "seeds", f"{entry.name}-{key}.npy", lambda: np.stack(
         [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()])))
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
     if expert_budget > 0:
-        folder = expert_folder(entry.path)
-        stem = f"{entry.name}-{key}-v{EXPERT_VERSION}-"
-        name = (f"{stem}b{expert_budget}-s{expert_seed}"
-                + ("" if expert_from is None else f"-{start_tag(expert_from)}") + ".npy")
+        name = expert_name(entry.name, key, expert_budget, expert_seed, expert_from)
         # earlier rounds' experts of this problem (other budgets or starting networks) seed
         # the search and join the elites: a round never loses what the last one found
-        earlier = [np.load(f) for f in sorted(folder.glob(f"{stem}*-s{expert_seed}*.npy"))
-                   if f.name != name]
-        expert = cached_array(folder / name, lambda: search_expert(
-            problem, measurer, seeds + earlier, expert_budget, expert_seed, start=expert_from))
-        found = np.stack([expert, *earlier])
-        m = measurer.measure(found)
-        state.offer(found, m.step_time_s, m.feasible)
+        earlier = [a for n, a in cached_experts(entry, key, expert_seed) if n != name]
+        found = earlier
+        if search or (expert_folder(entry.path) / name).exists():
+            found = [cached(entry.path, "experts", name, lambda: search_expert(
+                problem, measurer, seeds + earlier, expert_budget, expert_seed,
+                start=expert_from)), *earlier]
+        if found:
+            found = np.stack(found)
+            m = measurer.measure(found)
+            state.offer(found, m.step_time_s, m.feasible)
     return state
 
 
 class ProblemPool:
     """The problems of one split, built on first use (building runs every heuristic)."""
 
-    def __init__(self, cfg: PretrainConfig, split: str):
-        self.cfg = cfg
+    def __init__(self, cfg: PretrainConfig, split: str, search: bool = True):
+        self.cfg, self.search = cfg, search  # search: a missing expert is searched on first use
         self.expert_budget = cfg.expert_budget if split == "train" else 0
         self.specs = [s for s in problem_specs(cfg, split)
                       if _ops(s[0]) <= cfg.max_graph_ops]
@@ -118,7 +120,8 @@ class ProblemPool:
         if i not in self.states:
             entry, c = self.specs[i]
             st = build_state(entry, cluster_of(c), self.cfg.learn.elite_size,
-                             self.expert_budget, self.cfg.seed, self.cfg.expert_from)
+                             self.expert_budget, self.cfg.seed, self.cfg.expert_from,
+                             search=self.search)
             for t, p in self.saved_elites.pop(self.names[i], []):
                 st.offer(np.asarray(p, np.int64)[None], np.array([t]), np.array([True]))
             self.states[i] = st
@@ -136,23 +139,30 @@ class ProblemPool:
 
 @functools.lru_cache(maxsize=None)
 def _ops(entry: CorpusGraph) -> int:
-    """The manifest's op count where it has one (listing 303 graphs by importing each took
-    6 minutes on a fresh clone), else the imported graph's."""
+    """The manifest's op count where it has one (importing every graph of a large corpus just
+    to count its ops takes minutes on a fresh clone), else the imported graph's."""
     return entry.ops if entry.ops is not None else load_corpus_graph(entry).num_ops
 
 
 class CorpusDataModule(L.LightningDataModule):
-    def __init__(self, cfg: PretrainConfig):
+    """The training and validation pools. ``before_fit(rank, world_size, barrier)``, if given,
+    runs on every process once they all exist (expert iteration searches the round's experts
+    there, each rank its share) and the pools then only read the cached experts."""
+
+    def __init__(self, cfg: PretrainConfig, before_fit=None):
         super().__init__()
-        self.cfg = cfg
+        self.cfg, self.before_fit = cfg, before_fit
         self.train: ProblemPool | None = None
         self.val: ProblemPool | None = None
 
     def setup(self, stage: str | None = None) -> None:
         if self.train is None:
+            if self.before_fit is not None:
+                self.before_fit(self.trainer.global_rank, self.trainer.world_size,
+                                self.trainer.strategy.barrier)
             entries = list_corpus(self.cfg.corpus)
             print(f"pretrain: corpus {self.cfg.corpus}: {describe(entries)}", file=sys.stderr)
-            self.train = ProblemPool(self.cfg, "train")
+            self.train = ProblemPool(self.cfg, "train", search=self.before_fit is None)
             self.val = ProblemPool(self.cfg, "validation")
             if not len(self.val):
                 print("pretrain: the corpus has no validation split; validating on the "
@@ -303,8 +313,9 @@ def _jsonable(d):
 
 def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = False,
                  devices: int = 1, num_nodes: int = 1, progress: bool = True,
-                 log=sys.stderr) -> Path:
-    """Trains, then writes the policy checkpoint ``out`` (format of gplace.gnn.policy)."""
+                 log=sys.stderr, before_fit=None, callbacks=(), meta: dict | None = None) -> Path:
+    """Trains, then writes the policy checkpoint ``out`` (format of gplace.gnn.policy).
+    ``before_fit``: see CorpusDataModule; ``callbacks``: more Lightning callbacks."""
     L.seed_everything(cfg.seed, workers=True, verbose=False)
     torch.set_num_threads(cfg.threads)
     ckpt_dir = log_dir / "checkpoints"
@@ -316,19 +327,21 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
     per_batch = cfg.learn.ppo_epochs
     trainer = L.Trainer(
         max_steps=cfg.max_steps * per_batch, accelerator="cpu", devices=devices, num_nodes=num_nodes,
-        strategy="ddp" if devices * num_nodes > 1 else "auto",
+        # the experts' searches run between the processes' start and the first barrier
+        strategy=(L.pytorch.strategies.DDPStrategy(timeout=timedelta(days=7))
+                  if devices * num_nodes > 1 else "auto"),
         val_check_interval=cfg.val_every, check_val_every_n_epoch=None,
         num_sanity_val_steps=0, log_every_n_steps=1, enable_progress_bar=progress,
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
-        callbacks=_averaging(cfg) + [
+        callbacks=_averaging(cfg) + list(callbacks) + [
                    L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
                                                        every_n_train_steps=10 * per_batch),
                    L.pytorch.callbacks.ModelCheckpoint(
                        dirpath=ckpt_dir, filename="best-{step}", monitor="val/zero_shot_vs_heuristic",
                        mode="min", save_top_k=1)],
         deterministic=True, enable_model_summary=False, default_root_dir=str(log_dir))
-    module, data = PretrainModule(cfg), CorpusDataModule(cfg)
+    module, data = PretrainModule(cfg), CorpusDataModule(cfg, before_fit)
     start = time.perf_counter()
     with warnings.catch_warnings():
         # Lightning cannot see that our loader is resumable: a step's problems are a function
@@ -348,5 +361,6 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
             "config": _jsonable(asdict(cfg)), "steps": int(trainer.global_step) // per_batch,
             "seconds": round(time.perf_counter() - start, 1),
             "val_zero_shot_vs_heuristic": None if val is None else float(val),
-            "train_problems": data.train.names, "val_problems": data.val.names})
+            "train_problems": data.train.names, "val_problems": data.val.names,
+            **(meta or {})})
     return out

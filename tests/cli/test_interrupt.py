@@ -42,5 +42,14 @@ def test_sigint_waits_for_the_compiler_only(module, finishes, capsys):
 
 
 def test_no_signal_no_interrupt():
+    """Without a signal the body runs to its end, and the handlers are put back after it."""
+    import signal
+    before = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM)
+    done = []
     with interruptible():
+        assert signal.getsignal(signal.SIGINT) is not before[0]  # held while inside
         time.sleep(0.3)
+        done.append(True)
+    assert done == [True]
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM)) == before
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)

@@ -36,10 +36,12 @@ def corpus(tmp_path_factory):
 
 
 def config(corpus, steps, **kw):
-    return PretrainConfig(corpus=str(corpus), clusters=("post-2gpu",), random_clusters=1,
-                          max_steps=steps, val_every=2, problems_per_step=2, hidden_channels=16,
-                          num_layers=2,
-                          learn=LearnConfig(samples=4, ppo_epochs=2), **kw)
+    """A tiny PPO run without experts unless ``kw`` asks for them."""
+    return PretrainConfig(**{**dict(corpus=str(corpus), clusters=("post-2gpu",), random_clusters=1,
+                                    max_steps=steps, val_every=2, problems_per_step=2,
+                                    hidden_channels=16, num_layers=2, expert_budget=0,
+                                    ema_decay=0.0, learn=LearnConfig(samples=4, ppo_epochs=2)),
+                             **kw})
 
 
 def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
@@ -53,6 +55,7 @@ def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
     assert any((tmp_path / "runs" / "tb").rglob("events.out.tfevents.*"))
 
 
+@pytest.mark.slow
 def test_resume_is_the_run_it_resumes(corpus, tmp_path):
     """10 steps, then --resume to 20, gives the weights of 20 uninterrupted steps."""
     from gplace.gnn.policy import GNNPolicy
@@ -68,6 +71,7 @@ def test_resume_is_the_run_it_resumes(corpus, tmp_path):
     assert second and all(int(row.split(",")[1]) >= 10 for row in second)
 
 
+@pytest.mark.slow
 def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_path):
     import gplace
     from gplace.cluster import load_cluster
@@ -84,26 +88,30 @@ def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_
     assert np.isfinite(runs[0].info["zero_shot_step_time_s"])
 
 
+@pytest.mark.slow
 def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus), "--clusters",
          "post-2gpu", "--max-steps", "2", "--random-clusters", "0", "--samples", "4",
-         "--problems-per-step", "1", "--devices", "2", "--no-progress",
+         "--expert-budget", "0", "--ema-decay", "0", "--problems-per-step", "1",
+         "--devices", "2", "--no-progress",
          "--out", str(tmp_path / "ddp.pt"), "--log-dir", str(tmp_path / "runs")],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    sums = [(tmp_path / "runs" / f"weights_rank{r}.txt").read_text() for r in (0, 1)]
+    sums = [(tmp_path / "runs" / "round1" / f"weights_rank{r}.txt").read_text() for r in (0, 1)]
     assert sums[0] == sums[1]
     assert (tmp_path / "ddp.pt").exists()
 
 
+@pytest.mark.slow
 def test_experts_join_the_elites_are_cached_and_imitation_only_trains(corpus, tmp_path):
     """An expert is at least as fast as the best heuristic, is cached, does not move the
     reference time, and --samples 0 trains on the elites alone."""
     from dataclasses import replace
 
     from gplace.gnn.pretrain import ProblemPool
-    cfg = config(corpus, 2, expert_budget=30)
+    cfg = config(corpus, 2, expert_budget=30, learn=LearnConfig(samples=0, ppo_epochs=1,
+                                                                elite_size=1))
     pool = ProblemPool(cfg, "train")
     st = pool.state(0)
     assert st.best_time_s <= pool.best_heuristic(0)
@@ -112,12 +120,12 @@ def test_experts_join_the_elites_are_cached_and_imitation_only_trains(corpus, tm
     again = ProblemPool(cfg, "train").state(0)  # from the cache: the same placement
     assert np.array_equal(again.elites[0].placement, st.elites[0].placement)
     assert ProblemPool(config(corpus, 2), "train").state(0).best_time_s == pool.best_heuristic(0)
-    imitation = replace(cfg, learn=replace(cfg.learn, samples=0, ce_weight=1.0, elite_size=1))
-    out = run_pretrain(imitation, tmp_path / "i.pt", tmp_path / "runs", progress=False)
+    out = run_pretrain(cfg, tmp_path / "i.pt", tmp_path / "runs", progress=False)
     import gplace
     assert gplace.load(out).meta["steps"] == 2
 
 
+@pytest.mark.slow
 def test_weight_averaging_resumes_as_the_same_run(corpus, tmp_path):
     """With --ema-decay the written policy is the average, and resuming keeps both the
     current weights and the average: 10 + 10 steps give the policy of 20."""
@@ -126,9 +134,8 @@ def test_weight_averaging_resumes_as_the_same_run(corpus, tmp_path):
     from gplace.gnn.policy import GNNPolicy
 
     def cfg(steps):
-        c = config(corpus, steps, expert_budget=30, ema_decay=0.5)
-        return replace(c, val_every=100, learn=replace(c.learn, samples=0, ce_weight=1.0,
-                                                       elite_size=1, ppo_epochs=1))
+        return config(corpus, steps, expert_budget=30, ema_decay=0.5, val_every=100,
+                      learn=LearnConfig(samples=0, ce_weight=1.0, elite_size=1, ppo_epochs=1))
     whole = run_pretrain(cfg(20), tmp_path / "whole.pt", tmp_path / "a", progress=False)
     run_pretrain(cfg(10), tmp_path / "half.pt", tmp_path / "b", progress=False)
     resumed = run_pretrain(cfg(20), tmp_path / "resumed.pt", tmp_path / "b", resume=True,
@@ -140,6 +147,7 @@ def test_weight_averaging_resumes_as_the_same_run(corpus, tmp_path):
     assert not all(torch.equal(a[k], c[k]) for k in a)  # the average is not the last weights
 
 
+@pytest.mark.slow
 def test_the_next_round_searches_from_a_checkpoint_and_caches_apart(corpus, tmp_path):
     from gplace.gnn.experts import start_tag
     from gplace.gnn.policy import GNNPolicy
@@ -155,6 +163,7 @@ def test_the_next_round_searches_from_a_checkpoint_and_caches_apart(corpus, tmp_
     assert len(list((corpus / ".gplace-cache" / "experts").glob(f"*-b20-s0-{tag}.npy"))) == 1
 
 
+@pytest.mark.slow
 def test_init_starts_from_the_checkpoint_and_trains_on(corpus, tmp_path):
     """--init: step 0's network is the checkpoint's (its shape too); training moves it."""
     from gplace.gnn.policy import GNNPolicy
@@ -174,6 +183,7 @@ def test_init_starts_from_the_checkpoint_and_trains_on(corpus, tmp_path):
         PretrainModule(cfg)
 
 
+@pytest.mark.slow
 def test_samples_and_loss_share_the_temperature(corpus, tmp_path, monkeypatch):
     """At --temperature T the rollouts are drawn, and their old log-probabilities taken, at T,
     as the loss scores them: PPO's first ratio is 1 (at T=1 on the samples it would not be)."""

@@ -1,10 +1,12 @@
-"""pretrain.experts --save / --restore: the expert cache packed into one archive and written
-back byte for byte (the cache is not in git; round 7's archive is)."""
+"""The expert cache packed into one archive and written back byte for byte (the cache is not
+in git; the default corpus ships its archive, pretrain/corpus139/experts.npz)."""
 
 import numpy as np
+from gplace.errors import ConfigError
 import pytest
 
-from pretrain.experts import restore_archive, save_archive
+from gplace.gnn.corpus import list_corpus
+from gplace.gnn.experts import restore_archive, save_archive
 
 
 def _expert(folder, graph, budget, tag, devices):
@@ -30,28 +32,28 @@ def test_restore_writes_back_the_same_bytes_and_never_overwrites(corpus, tmp_pat
     root, folder, files = corpus
     original = {f.name: f.read_bytes() for f in files}
     archive = tmp_path_factory.mktemp("out") / "experts.npz"
-    assert save_archive(str(root), archive) == 3
+    assert save_archive(list_corpus(root), archive) == 3
     with np.load(archive) as z:
         assert all(z[k].dtype == np.uint8 for k in z.files)  # devices fit a byte
     for f in files:
         f.unlink()
-    assert restore_archive(str(root), archive) == (3, 0, 0)
+    assert restore_archive(list_corpus(root), archive) == (3, 0, 0)
     assert {f.name: f.read_bytes() for f in files} == original
     files[0].write_bytes(b"changed")
-    assert restore_archive(str(root), archive) == (0, 3, 0)
+    assert restore_archive(list_corpus(root), archive) == (0, 3, 0)
     assert files[0].read_bytes() == b"changed"  # a cached file is never overwritten
 
 
 def test_restore_skips_other_corpora_and_refuses_a_bad_archive(corpus, tmp_path_factory):
     root, folder, files = corpus
     archive = tmp_path_factory.mktemp("out") / "experts.npz"
-    save_archive(str(root), archive)
+    save_archive(list_corpus(root), archive)
     (root / "resnet_v2.pb").unlink()  # a corpus without that graph
     for f in files:
         f.unlink()
-    assert restore_archive(str(root), archive) == (2, 0, 1)
+    assert restore_archive(list_corpus(root), archive) == (2, 0, 1)
     assert not files[2].exists()
     junk = archive.with_name("junk.npz")
     junk.write_bytes(b"not a zip")
-    with pytest.raises(SystemExit, match="not an experts archive"):
-        restore_archive(str(root), junk)
+    with pytest.raises(ConfigError, match="not an experts archive"):
+        restore_archive(list_corpus(root), junk)

@@ -1,0 +1,72 @@
+"""The cache beside a corpus: imported graphs, the heuristics' seed placements and the experts.
+
+Every cached result of a problem is named by :func:`problem_key`, a hash of a canonical
+description of the problem: the cluster's fields with every float written to 6 significant
+digits, whether the costs are measured, and the graph's size. A float's last bits differ
+between numpy builds (a random cluster's draws end in ``np.exp``), so a key that hashed
+``repr(cluster)`` missed on another machine; rounded, the same problem has the same key
+everywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Callable
+
+from gplace.cluster import Cluster
+from gplace.graph import OpGraph
+from gplace.io import cached_array
+from gplace.problem import PlacementProblem
+
+KEY_SCHEME = 2  # part of every key: bump when the description below changes
+
+
+def cache_dir(graph_path: str | Path, kind: str = "") -> Path:
+    """The cache folder of ``kind`` ("", "seeds", "experts") for the graph at ``graph_path``:
+    ``.gplace-cache/`` beside it."""
+    folder = Path(graph_path).parent / ".gplace-cache"
+    return folder / kind if kind else folder
+
+
+def canonical(value):
+    """``value`` (dataclasses, tuples, dicts, numbers) as JSON-ready data with every float
+    written to 6 significant digits."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {str(k): canonical(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [canonical(v) for v in value]
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return value
+
+
+def describe_problem(cluster: Cluster, measured: bool, num_ops: int, num_edges: int,
+                     num_units: int) -> str:
+    """The canonical description that :func:`problem_key` hashes (one JSON line)."""
+    return json.dumps({"scheme": KEY_SCHEME, "cluster": canonical(cluster), "measured": measured,
+                       "ops": num_ops, "edges": num_edges, "units": num_units},
+                      sort_keys=True, separators=(",", ":"))
+
+
+def problem_key(problem: PlacementProblem, measured: bool) -> str:
+    """16 hex digits naming a problem in the cache: equal on every machine for the same
+    cluster (to 6 significant digits), costs source and graph size."""
+    return graph_key(problem.cluster, problem.graph, problem.num_units, measured)
+
+
+def graph_key(cluster: Cluster, graph: OpGraph, num_units: int, measured: bool) -> str:
+    """:func:`problem_key` from its parts (a full-granularity problem has a unit per
+    colocation group: ``graph.group.max() + 1``), without building the problem."""
+    text = describe_problem(cluster, measured, graph.num_ops, graph.num_edges, num_units)
+    return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def cached(graph_path: str | Path, kind: str, name: str, compute: Callable[[], object]):
+    """The array cached as ``name`` in the ``kind`` folder beside the graph, or ``compute()``'s,
+    then written there atomically (gplace.io.cached_array)."""
+    return cached_array(cache_dir(graph_path, kind) / name, compute)

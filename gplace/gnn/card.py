@@ -1,0 +1,59 @@
+"""The card that ``gplace pretrain`` writes beside its policy: what was trained on, how, each
+round's figures and the chosen round's validation curve (all step times simulated)."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict
+from pathlib import Path
+
+from gplace.io import atomic_write_text
+
+
+def validation_rows(run: Path) -> list[tuple[int, float, float]]:
+    """(step, zero-shot / best heuristic, share at or below 1) of every validation in the
+    Lightning CSV logs of one round's folder."""
+    rows = {}
+    for path in sorted((run / "csv").glob("version_*/metrics.csv")):
+        for row in csv.DictReader(path.open()):
+            if row.get("val/zero_shot_vs_heuristic"):
+                rows[int(row["step"]) + 1] = (float(row["val/zero_shot_vs_heuristic"]),
+                                              float(row.get("val/share_at_or_below") or "nan"))
+    return [(s, g, share) for s, (g, share) in sorted(rows.items())]
+
+
+def card_text(cfg, results, best, run_dir: Path) -> str:
+    from gplace.gnn.pretrain import ProblemPool
+    train = len(ProblemPool(cfg, "train", search=False))
+    val = len(ProblemPool(cfg, "validation", search=False))
+    lines = [f"# Policy card: round {best.round} of `gplace pretrain --corpus {cfg.corpus}`", "",
+             "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "
+             "training problem from the round's starting policy, imitates the best expert of "
+             "each, and validates the greedy zero-shot placement of every validation problem "
+             "against its best cheap heuristic (geometric mean). Step times are simulated "
+             "(measured CPU profiles where the corpus has them, the roofline model otherwise): "
+             "estimates, not hardware measurements.", "",
+             f"Training problems: {train}; validation problems: "
+             f"{val or f'none (validated on the {train} training problems)'}.", "",
+             "| round | experts from | searched | experts / best heuristic | validation | "
+             "chosen checkpoint | seconds |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        mark = "**" if r is best else ""
+        start = ("the untrained network" if r.start is None else Path(r.start).parent.name
+                 if Path(r.start).parent.name.startswith("round") else r.start)
+        lines.append(f"| {mark}{r.round}{mark} | {start} | "
+                     f"{r.searched} | {r.experts_vs_heuristic:.4f} | {mark}{r.val:.4f}{mark} | "
+                     f"{r.selected} | {r.seconds:.0f} |")
+    lines += ["", f"Round {best.round}'s validations:", "",
+              "| step | zero-shot / best heuristic | at or below 1 |", "|---|---|---|"]
+    lines += [f"| {s} | {g:.4f} | {share:.0%} |"
+              for s, g, share in validation_rows(run_dir / f"round{best.round}")]
+    lines += ["", "Configuration:", "", "```"]
+    lines += [f"{k}: {v}" for k, v in asdict(cfg).items() if k != "learn"]
+    lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()] + ["```", ""]
+    return "\n".join(lines)
+
+
+def write_card(path: Path, cfg, results, best, run_dir: Path) -> Path:
+    atomic_write_text(path, card_text(cfg, results, best, run_dir))
+    return path

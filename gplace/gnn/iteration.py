@@ -1,0 +1,247 @@
+"""Expert iteration over a corpus, the recipe of ``gplace pretrain`` (DESIGN.md, "Pretraining";
+Anthony, Tian and Barber 2017, "Thinking Fast and Slow with Deep Learning and Tree Search").
+
+Each round searches an expert for every training problem (gplace.gnn.experts: the fine-tuning
+pipeline from the round's starting policy, seeded with the heuristics and every earlier expert
+of the problem), imitates the best expert of each problem (gplace.gnn.pretrain) and validates;
+the next round searches from the new policy, until validation stops improving or ``rounds``
+are done. The first round searches only the problems that have no expert cached yet, so a
+corpus whose experts were restored from an archive starts with the imitation.
+
+Everything is resumable: experts are cached beside the corpus as soon as each is found, a
+round's imitation continues from its last Lightning checkpoint, and a finished round
+(``round<k>/result.json`` in the run folder) is not redone.
+
+Parallel searches: ``jobs`` local processes per rank, and under Lightning's DDP launcher
+(``devices`` x ``num_nodes`` ranks) rank r searches problems r, r + world, ...; the experts
+meet in the corpus' cache folder (one folder that every node sees) before imitation starts.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import NamedTuple
+
+import lightning as L
+import numpy as np
+
+from gplace.errors import ConfigError
+from gplace.gnn.cache import graph_key
+from gplace.gnn.config import PretrainConfig
+from gplace.gnn.corpus import load_corpus_graph
+from gplace.gnn.experts import cached_experts, expert_folder, expert_name
+from gplace.gnn.pretrain import ProblemPool, _geomean, _jsonable, cluster_of, run_pretrain
+from gplace.io import atomic_write_bytes, atomic_write_text
+
+RESULT = "result.json"
+
+
+class RoundResult(NamedTuple):
+    round: int
+    start: str | None               # the checkpoint its experts were searched from
+    searched: int                   # expert searches run in this round (all ranks)
+    experts_vs_heuristic: float     # geomean over the training problems (simulated)
+    val: float                      # best validation zero-shot / best heuristic (geomean)
+    selected: str                   # the validation checkpoint it ships
+    seconds: float                  # wall time of the round
+    policy: str                     # the round's policy file
+
+
+def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
+                   log=sys.stderr) -> None:
+    """Lists the corpus (ConfigError: unreadable manifest, no graph that imports), says which
+    graphs are skipped because they do not import, and restores the experts archive
+    (``restore``, else the corpus folder's ``experts.npz``) into the cache."""
+    from gplace.gnn.corpus import describe, importable, list_corpus
+    from gplace.gnn.experts import corpus_archive, restore_archive
+    entries = list_corpus(cfg.corpus)
+    good, bad = importable([e for e in entries if e.split in ("train", "validation")])
+    for e, why in bad:
+        print(f"pretrain: skipped {e.path.name}: {why}", file=log, flush=True)
+    if not any(e.split == "train" for e in good):
+        raise ConfigError(f"{cfg.corpus}: no training graph that imports "
+                          f"({len(bad)} skipped)")
+    print(f"pretrain: corpus {cfg.corpus}: {describe(entries)}", file=log, flush=True)
+    archive = restore or corpus_archive(cfg.corpus)
+    if archive is not None:
+        w, p, f = restore_archive(entries, archive)
+        print(f"pretrain: restored {w} experts from {archive} ({p} already cached, {f} of "
+              f"other graphs)", file=log, flush=True)
+
+
+def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
+                  devices: int = 1, num_nodes: int = 1, progress: bool = False,
+                  log=sys.stderr) -> list[RoundResult]:
+    """Rounds of expert iteration in ``run_dir`` (resumed where it stands); writes the best
+    round's policy to ``out`` and its card to ``out.with_suffix('.md')``."""
+    check_run_folder(cfg, run_dir)
+    results: list[RoundResult] = []
+    while not _done(cfg, results):
+        k = len(results) + 1
+        folder = run_dir / f"round{k}"
+        if not (folder / RESULT).exists():
+            _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log)
+        results.append(RoundResult(**json.loads((folder / RESULT).read_text())))
+        r = results[-1]
+        print(f"pretrain: round {k} done: validation {r.val:.4f} (zero-shot / best heuristic; "
+              f"{r.selected}), experts {r.experts_vs_heuristic:.4f}x the best heuristic, "
+              f"{r.searched} searched, {r.seconds:.0f} s", file=log, flush=True)
+    best = min(results, key=lambda r: r.val)
+    if _rank() == 0:
+        atomic_write_bytes(out, Path(best.policy).read_bytes())
+        from gplace.gnn.card import write_card
+        write_card(out.with_suffix(".md"), cfg, results, best, run_dir)
+        print(f"pretrain: round {best.round} is the best on validation ({best.val:.4f}); wrote "
+              f"{out} and {out.with_suffix('.md')}", file=log, flush=True)
+    return results
+
+
+def _done(cfg: PretrainConfig, results: list[RoundResult]) -> bool:
+    if not results:
+        return False
+    if cfg.expert_budget == 0:
+        return True  # no experts to iterate on: one pretraining run
+    if cfg.rounds:
+        return len(results) >= cfg.rounds
+    return len(results) >= 2 and results[-1].val >= min(r.val for r in results[:-1])
+
+
+def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> None:
+    start = (cfg.expert_from or cfg.init_from) if k == 1 else results[-1].policy
+    rcfg = replace(cfg, expert_from=start if cfg.expert_budget else None)
+    began = time.perf_counter()
+    found: list = []
+
+    def before_fit(rank: int, world: int, barrier) -> None:
+        if cfg.expert_budget:
+            found[:] = search_experts(rcfg, k, rank, world, jobs, log)
+            atomic_write_text(folder / f"experts_rank{rank}.json", json.dumps(found))
+        barrier("experts")  # every rank's experts are in the cache
+
+    last = folder / "checkpoints" / "last.ckpt"
+    if last.exists():
+        print(f"pretrain: round {k}: resuming the imitation from {last}", file=log, flush=True)
+    policy = folder / "policy.pt"
+    run_pretrain(rcfg, policy, folder, resume=last.exists(), devices=devices,
+                 num_nodes=num_nodes, progress=progress, log=log, before_fit=before_fit,
+                 callbacks=[ProgressLines(k, rcfg.max_steps, log)], meta={"round": k})
+    if _rank() == 0:
+        from gplace.gnn.policy import GNNPolicy
+        meta = GNNPolicy.load(policy)[1]
+        rows = [r for f in sorted(folder.glob("experts_rank*.json"))
+                for r in json.loads(f.read_text())]
+        result = RoundResult(
+            k, None if start is None else str(start), sum(r[3] for r in rows),
+            _geomean([r[1] / r[2] for r in rows]) if rows else float("nan"),
+            # inf: no validation ran (max_steps < val_every)
+            float(meta.get("val_zero_shot_vs_heuristic") or np.inf), meta["selected"],
+            round(time.perf_counter() - began, 1), str(policy))
+        atomic_write_text(folder / RESULT, json.dumps(result._asdict(), indent=1))
+    _barrier()
+
+
+def search_experts(cfg: PretrainConfig, k: int, rank: int, world: int, jobs: int,
+                   log=sys.stderr) -> list[tuple[str, float, float, bool]]:
+    """This rank's share of round ``k``'s expert searches (problems rank, rank + world, ...)
+    in ``jobs`` processes: (problem, best expert time, best heuristic time, searched) each.
+    Round 1 searches only problems without a cached expert; later rounds every problem."""
+    n = len(ProblemPool(cfg, "train", search=False))
+    todo = list(range(rank, n, world))
+    who = f"round {k}" + (f", rank {rank}/{world}" if world > 1 else "")
+    print(f"pretrain: {who}: experts of {len(todo)} training problems ({cfg.expert_budget} "
+          f"samples from {cfg.expert_from or 'the untrained network'})", file=log, flush=True)
+    rows = []
+
+    def report(row, seconds):
+        rows.append(row)
+        name, t, h, searched = row
+        print(f"pretrain: {who}: expert {len(rows)}/{len(todo)} {name}: {t / h:.3f}x the best "
+              f"heuristic ({'searched' if searched else 'cached'}, {seconds:.0f} s)",
+              file=log, flush=True)
+
+    if jobs <= 1:
+        for i in todo:
+            report(*expert_of(cfg, i, k == 1))
+    else:
+        with ProcessPoolExecutor(jobs) as ex:
+            for f in as_completed([ex.submit(expert_of, cfg, i, k == 1) for i in todo]):
+                report(*f.result())
+    return sorted(rows)
+
+
+_POOLS: dict = {}  # per process: listing the problems loads every graph once
+
+
+def expert_of(cfg: PretrainConfig, i: int, only_missing: bool):
+    """((problem, best expert time, best heuristic time, searched), seconds) of training
+    problem ``i``, searching its expert unless cached (or, with ``only_missing``, unless the
+    problem has any cached expert)."""
+    import torch
+    torch.set_num_threads(cfg.threads)
+    if cfg not in _POOLS:
+        _POOLS.clear()
+        _POOLS[cfg] = ProblemPool(cfg, "train")
+    pool = _POOLS[cfg]
+    began = time.perf_counter()
+    entry, c = pool.specs[i]
+    key = problem_key_of(entry, c)
+    mine = expert_folder(entry.path) / expert_name(entry.name, key, cfg.expert_budget, cfg.seed,
+                                                   cfg.expert_from)
+    searched = not mine.exists() and not (only_missing and cached_experts(entry, key, cfg.seed))
+    pool.search = searched
+    st = pool.state(i)
+    pool.states.pop(i)  # the search's pool is not the training pool: free the memory
+    return ((pool.names[i], float(st.best_time_s), float(st.ref_time_s or np.inf), searched),
+            time.perf_counter() - began)
+
+
+def problem_key_of(entry, spec) -> str:
+    """The cache key of problem (entry, spec) without building the problem's costs."""
+    g = load_corpus_graph(entry)
+    return graph_key(cluster_of(spec), g, int(g.group.max()) + 1 if g.num_ops else 0,
+                     entry.profile is not None)
+
+
+class ProgressLines(L.Callback):
+    """One line per validation: the round, the step and the validation figure."""
+
+    def __init__(self, k: int, max_steps: int, log):
+        self.k, self.max_steps, self.stream, self.best = k, max_steps, log, np.inf
+
+    def on_validation_end(self, trainer, module) -> None:
+        val = trainer.callback_metrics.get("val/zero_shot_vs_heuristic")
+        if val is None or not trainer.is_global_zero:
+            return
+        self.best = min(self.best, float(val))
+        print(f"pretrain: round {self.k} step {module.step}/{self.max_steps}: validation "
+              f"{float(val):.4f} (best {self.best:.4f}; zero-shot / best heuristic, geomean)",
+              file=self.stream, flush=True)
+
+
+def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
+    """A run folder holds one run: the first call writes its config, a later one must match
+    (resuming another config's rounds would mix two runs)."""
+    path = run_dir / "config.json"
+    mine = json.dumps(_jsonable(asdict(replace(cfg, rounds=0))), indent=1, sort_keys=True)
+    if path.exists():
+        if path.read_text() != mine:
+            raise ConfigError(f"{run_dir} holds a run of another configuration ({path}); give "
+                              f"another --log-dir or --out, or remove it to start over")
+    elif _rank() == 0:
+        atomic_write_text(path, mine)
+
+
+def _rank() -> int:
+    import torch.distributed as dist
+    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+
+
+def _barrier() -> None:
+    import torch.distributed as dist
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()

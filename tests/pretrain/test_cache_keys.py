@@ -1,0 +1,66 @@
+"""Cache keys: a canonical, rounded description of the problem, so that every machine finds
+the committed experts."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from gplace.cluster import load_cluster
+from gplace.gnn.cache import canonical, describe_problem, graph_key
+from gplace.gnn.random_clusters import random_cluster
+
+
+class Graph:  # the two size facts a key reads
+    num_ops, num_edges = 120, 300
+
+
+def test_floats_past_six_digits_do_not_move_the_key():
+    c = random_cluster(1_000_010)
+    nudged = replace(c, devices=tuple(replace(d, peak_flops=d.peak_flops * (1 + 1e-9))
+                                      for d in c.devices))
+    assert repr(nudged) != repr(c)  # what the old repr-hash keyed on
+    assert graph_key(nudged, Graph, 40, True) == graph_key(c, Graph, 40, True)
+
+
+def test_everything_else_moves_the_key():
+    c = load_cluster("post-2gpu")
+    keys = {graph_key(c, Graph, 40, True), graph_key(c, Graph, 41, True),
+            graph_key(c, Graph, 40, False), graph_key(load_cluster("post-4gpu"), Graph, 40, True),
+            graph_key(replace(c, devices=c.devices[:1] + (replace(c.devices[1], peak_flops=
+                      c.devices[1].peak_flops * 1.001),) + c.devices[2:]), Graph, 40, True)}
+    assert len(keys) == 5
+
+
+def test_the_description_is_plain_json_with_six_digit_floats():
+    text = describe_problem(random_cluster(7), True, 10, 20, 5)
+    assert '"scheme":2' in text and '"units":5' in text
+    assert canonical((1 / 3, 2, [np.float64(0.1) * 3])) == ["0.333333", 2, ["0.3"]]
+
+
+def test_a_preset_key_is_pinned():
+    """Changing the description changes every key: bump KEY_SCHEME and migrate the archive."""
+    assert graph_key(load_cluster("post-2gpu"), Graph, 40, True) == PINNED
+
+
+PINNED = "56f9ba09332d4de0"
+
+
+@pytest.mark.slow
+def test_every_committed_expert_is_found_by_its_problem_key():
+    """Each member of the committed archive names a training problem of the default corpus
+    by its key, and every training problem has an expert there."""
+    from gplace.gnn.config import PretrainConfig
+    from gplace.gnn.corpus import load_corpus_graph
+    from gplace.gnn.experts import EXPERT_FILE, corpus_archive
+    from gplace.gnn.pretrain import cluster_of, problem_specs, _ops
+    cfg = PretrainConfig()
+    problems = set()
+    for e, c in problem_specs(cfg, "train"):
+        if _ops(e) <= cfg.max_graph_ops:
+            g = load_corpus_graph(e)
+            problems.add((e.name, graph_key(cluster_of(c), g, int(g.group.max()) + 1,
+                                            e.profile is not None)))
+    with np.load(corpus_archive(cfg.corpus)) as z:
+        members = {EXPERT_FILE.match(n).group(1, 2) for n in z.files}
+    assert members == problems and len(problems) == 595

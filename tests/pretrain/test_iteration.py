@@ -1,0 +1,139 @@
+"""`gplace pretrain` runs expert iteration: rounds, resumption, parallel searches, hostile
+corpora."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gplace.gnn.config import LearnConfig, PretrainConfig
+
+ROOT = Path(__file__).resolve().parents[2]
+GRAPHS = [ROOT / "gplace" / "examples" / "small_resnet.pb",
+          ROOT / "datasets" / "corpus" / "mlp_3x1024_b256.pb"]
+TINY = ["--clusters", "post-2gpu", "--random-clusters", "1", "--expert-budget", "4",
+        "--max-steps", "2", "--val-every", "1", "--problems-per-step", "1",
+        "--hidden-channels", "8", "--num-layers", "1", "--no-progress"]
+
+
+def gplace(argv, cwd, timeout=600):
+    return subprocess.run([sys.executable, "-m", "gplace", "pretrain", *argv], cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "PYTHONPATH": str(ROOT),
+                               "PYTHONWARNINGS": "ignore"})
+
+
+def folder_corpus(path: Path, junk: bool = False) -> Path:
+    path.mkdir()
+    for g in GRAPHS:
+        shutil.copy(g, path / g.name)
+    if junk:
+        (path / "junk.pb").write_bytes(os.urandom(3000))
+    return path
+
+
+def test_the_command_runs_a_round_and_skips_a_junk_graph(tmp_path):
+    corpus = folder_corpus(tmp_path / "mine", junk=True)
+    proc = gplace(["--corpus", str(corpus), "--rounds", "1", "--out", "out/p.pt", *TINY],
+                  tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    err = proc.stderr
+    assert [l for l in err.splitlines() if "skipped" in l] == [
+        l for l in err.splitlines() if l.startswith("pretrain: skipped junk.pb: ")]
+    assert "round 1 step 2/2: validation" in err and "round 1 done: validation" in err
+    card = (tmp_path / "out" / "p.md").read_text()
+    assert "| **1** |" in card and "| 2 |" in card  # the round row, the step-2 validation row
+    import gplace as gp
+    assert gp.load(tmp_path / "out" / "p.pt").meta["round"] == 1
+
+
+@pytest.mark.parametrize("manifest, needle", [
+    ("graphs: [\n", "not valid YAML at line"),
+    ("graphs:\n- {name: a, family: a, split: train}\n", "graph row 1 (a) has no 'graph:'"),
+])
+def test_a_broken_manifest_is_one_line_and_leaves_nothing(tmp_path, manifest, needle):
+    corpus = folder_corpus(tmp_path / "mine")
+    (corpus / "manifest.yaml").write_text(manifest)
+    proc = gplace(["--corpus", str(corpus), "--out", "out/p.pt"], tmp_path, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1, proc.stderr
+    assert lines[0].startswith("gplace pretrain: error: ") and needle in lines[0], lines[0]
+    assert not (tmp_path / "out").exists()
+
+
+def tiny(corpus, **kw) -> PretrainConfig:
+    return PretrainConfig(**{**dict(corpus=str(corpus), clusters=("post-2gpu",),
+                                    random_clusters=1, max_steps=4, val_every=2,
+                                    problems_per_step=1, hidden_channels=8, num_layers=1,
+                                    expert_budget=4), **kw})
+
+
+@pytest.mark.slow
+def test_a_finished_round_is_not_redone_and_a_killed_one_resumes(tmp_path):
+    from gplace.gnn.iteration import run_iteration
+    from gplace.gnn.policy import GNNPolicy
+    corpus = folder_corpus(tmp_path / "mine")
+    cfg = tiny(corpus, rounds=1)
+    run_iteration(cfg, tmp_path / "a.pt", tmp_path / "run")
+    first = GNNPolicy.load(tmp_path / "a.pt")[0].state_dict()
+    log = tmp_path / "log.txt"
+    with log.open("w") as f:  # finished: nothing is trained again
+        run_iteration(cfg, tmp_path / "b.pt", tmp_path / "run", log=f)
+    assert "round 1 step" not in log.read_text() and "round 1 done" in log.read_text()
+    # killed after its last checkpoint: the imitation resumes and ends where it would have
+    (tmp_path / "run" / "round1" / "result.json").unlink()
+    (tmp_path / "run" / "round1" / "policy.pt").unlink()
+    with log.open("w") as f:
+        run_iteration(cfg, tmp_path / "c.pt", tmp_path / "run", log=f)
+    assert "resuming the imitation" in log.read_text()
+    again = GNNPolicy.load(tmp_path / "c.pt")[0].state_dict()
+    assert all(np.array_equal(first[k], again[k]) for k in first)
+    # more rounds continue the same run folder; another config is refused
+    results = run_iteration(replace(cfg, rounds=2), tmp_path / "d.pt", tmp_path / "run")
+    assert [r.round for r in results] == [1, 2] and results[1].searched == 4
+    assert results[1].start.endswith("round1/policy.pt")
+    from gplace.errors import ConfigError
+    with pytest.raises(ConfigError, match="holds a run of another configuration"):
+        run_iteration(replace(cfg, max_steps=5), tmp_path / "e.pt", tmp_path / "run")
+
+
+SEARCH = """
+import sys
+from gplace.gnn.config import PretrainConfig
+from gplace.gnn.iteration import search_experts
+rank, world, jobs = map(int, sys.argv[2:5])
+cfg = PretrainConfig(corpus=sys.argv[1], clusters=("post-2gpu",), random_clusters=1,
+                     hidden_channels=8, num_layers=1, expert_budget=6)
+search_experts(cfg, 1, rank, world, jobs)
+"""
+
+
+def experts_of(corpus: Path) -> dict[str, bytes]:
+    return {f.name: f.read_bytes() for f in (corpus / ".gplace-cache" / "experts").glob("*.npy")}
+
+
+@pytest.mark.slow
+def test_two_ranks_find_the_experts_one_finds(tmp_path):
+    """Ranks 0 and 1 of 2 (two processes at once, meeting in one cache folder) and 2 local
+    jobs write byte for byte the experts one process writes."""
+    runs = {}
+    for name, shares in (("one", [(0, 1, 1)]), ("ranks", [(0, 2, 1), (1, 2, 1)]),
+                         ("jobs", [(0, 1, 2)])):
+        corpus = folder_corpus(tmp_path / name)
+        procs = [subprocess.Popen([sys.executable, "-c", SEARCH, str(corpus), *map(str, s)],
+                                  env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 for s in shares]
+        for p in procs:
+            assert p.wait(timeout=600) == 0, p.stderr.read()[-2000:]
+        runs[name] = experts_of(corpus)
+    assert len(runs["one"]) == 4
+    assert runs["ranks"] == runs["one"] == runs["jobs"]
