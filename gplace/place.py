@@ -6,7 +6,6 @@ slower than the best of them, and always fits in memory when anything found fits
 
 from __future__ import annotations
 
-import re
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -15,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from gplace.cluster import Cluster, load_cluster
+from gplace.cluster import Cluster, load_cluster, parse_bytes, with_memory_limit  # noqa: F401
 from gplace.cost import cost_model_for
 from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
@@ -26,34 +25,6 @@ from gplace.sim import lower_bound
 from gplace.summary import BestHeuristic, PlaceSummary
 
 DEFAULT_PRESET = "post-4gpu"
-_SIZE = re.compile(r"^\s*([\d.]+)\s*([kmgt]?i?b?)?\s*$", re.I)
-
-
-def parse_bytes(text: str) -> int:
-    """'8GB', '512MiB', '1e9' -> bytes (decimal units for kB/MB/GB, binary for KiB/MiB/GiB)."""
-    m = _SIZE.match(str(text))
-    if not m:
-        raise ConfigError(f"memory limit {text!r} is not a size such as 8GB or 512MiB")
-    unit = (m.group(2) or "").lower().rstrip("b")
-    scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12,
-             "ki": 2**10, "mi": 2**20, "gi": 2**30, "ti": 2**40}[unit]
-    return int(float(m.group(1)) * scale)
-
-
-def with_memory_limit(cluster: Cluster, limit: str | None) -> Cluster:
-    """``8GB`` caps every device; ``gpu0=8GB,gpu1=4GB`` caps the named ones."""
-    if not limit:
-        return cluster
-    caps: dict[str, int] = {}
-    for part in str(limit).split(","):
-        name, _, size = part.rpartition("=")
-        targets = [name.strip()] if name else [d.name for d in cluster.devices]
-        for t in targets:
-            cluster.device_index(t)  # raises, listing the devices, for an unknown name
-            caps[t] = parse_bytes(size)
-    devices = tuple(replace(d, memory_bytes=min(d.memory_bytes, caps.get(d.name, d.memory_bytes)))
-                    for d in cluster.devices)
-    return replace(cluster, devices=devices)
 
 
 def choose_cluster(cluster: str | Cluster | None) -> tuple[Cluster, str]:
@@ -110,18 +81,22 @@ class PlacementResult:
 def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = None,
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
           seed: int = 0, progress: bool = True, log=sys.stderr,
-          allow_unsafe: bool = False) -> PlacementResult:
+          allow_unsafe: bool = False, loss: str | None = None,
+          **torch_options) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
-    ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist."""
+    ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
+    the op a real step runs (default: gplace.real.measurer.step_op's choice);
+    ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
     import torch
     from gplace.importer import load_graph
     torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
     start = time.perf_counter()
-    if finetune < 0:
-        raise ConfigError(f"finetune = {finetune} must be >= 0")
+    from gplace.cli.checks import MAX_SAMPLES
+    if not 0 <= finetune <= MAX_SAMPLES:
+        raise ConfigError(f"finetune = {finetune} must be in [0, {MAX_SAMPLES:,}]")
     if not 0 <= seed < 2**32:  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
         raise ConfigError(f"seed = {seed} must be in [0, 2**32)")
-    graph = model if isinstance(model, OpGraph) else load_graph(model)
+    graph = model if isinstance(model, OpGraph) else load_graph(model, **torch_options)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
     from gplace.gnn.placer import GNNPlacer
@@ -130,7 +105,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model_for(model))
     # The measurer closes on any exit (real measurement: its TF server processes stop).
-    with _measurer(problem, measure, model, allow_unsafe, log) as measurer:
+    with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         bar = _progress_bar(finetune) if progress and finetune else None
         tuned = placer.place(problem, measurer, finetune,
@@ -151,6 +126,21 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
+
+
+def refine_exact(result: PlacementResult, seconds: float, workers: int = 2) -> PlaceResult:
+    """Runs the exact placer (gplace.placers.optimal) for ``seconds`` from the result's and the
+    heuristics' placements; where its placement simulates faster, the result takes it. Returns
+    the exact placer's run (its info holds the proven bound and the status)."""
+    problem = result.problem
+    seeds = [result.unit_placement] + [r.placement for r in result.heuristics.values()]
+    exact = get_placer("optimal", seed=0, time_limit_s=seconds, workers=workers).place(
+        problem, SimMeasurer(problem), 0, seeds=seeds)
+    if exact.feasible and exact.step_time_s < result.step_time_s:
+        result.unit_placement, result.step_time_s = exact.placement, exact.step_time_s
+        result.summary = replace(result.summary, step_time_s=exact.step_time_s,
+                                 chosen="optimal (CP-SAT)")
+    return exact
 
 
 def _say_drift(tuned: PlaceResult, log) -> None:
@@ -216,7 +206,7 @@ def _chosen(tuned: PlaceResult, best_h: PlaceResult, heuristics: dict[str, Place
 
 
 def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: bool = False,
-              log=sys.stderr):
+              log=sys.stderr, loss: str | None = None):
     if measure == "sim":
         return SimMeasurer(problem)
     if measure == "real":
@@ -228,7 +218,8 @@ def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: boo
             raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
                               "tf.Graph), not an OpGraph")
         say = lambda s: tqdm.write(f"gplace real: {s}", file=log)  # noqa: E731 - under the bar
-        return RealMeasurer(problem, graph_def, RealConfig(allow_unsafe=allow_unsafe), log=say)
+        return RealMeasurer(problem, graph_def, RealConfig(allow_unsafe=allow_unsafe, fetch=loss),
+                            log=say)
     raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
 
 
@@ -255,18 +246,30 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
 
 
 def _shortfall_message(problem, measurer, heuristics) -> str:
-    """No placement fits: name the device with the largest shortfall of the closest one."""
+    """No placement was feasible. When the closest is short of memory (by the simulator's
+    peak, which --measure real also refuses by), name the device with the largest shortfall;
+    else a run failed: say why, never as a memory shortfall."""
+    from gplace.sim import FastSimulator
     best = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
-    peak = measurer.measure(best.placement[None]).peak_bytes[0]
+    peak = FastSimulator(problem).run_batch(best.placement[None]).peak_bytes[0]
     cap = np.array([d.memory_bytes for d in problem.cluster.devices])
     d = int(np.argmax(peak - cap))
+    if peak[d] <= cap[d]:
+        result = getattr(measurer, "result_of", lambda p: None)(best.placement)
+        why = " ".join(result.reason.split())[:300] if result and result.reason else "no reason"
+        return (f"no placement ran: the {best.name} placement fits in memory but failed when "
+                f"measured ({why})")
     return (f"no placement found fits in memory: the closest ({best.name}) needs "
             f"{_size(peak[d])} on {problem.cluster.devices[d].name}, which holds "
             f"{_size(cap[d])} (short by {_size(peak[d] - cap[d])})")
 
 
 def _size(n: float) -> str:
-    return f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.1f} MB"
+    """'1.23 GB', '4.5 MB', '12.0 KB' or '512 bytes'."""
+    for unit, scale, digits in (("GB", 1e9, 2), ("MB", 1e6, 1), ("KB", 1e3, 1)):
+        if abs(n) >= scale:
+            return f"{n / scale:.{digits}f} {unit}"
+    return "1 byte" if n == 1 else f"{int(n)} bytes"
 
 
 def _progress_bar(total: int):

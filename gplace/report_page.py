@@ -150,8 +150,9 @@ def _headline(s) -> str:
 
 def _bound_sentence(s) -> str:
     if s.measure == "sim":
-        return (f"No placement can beat the lower bound of {_ms(s.lower_bound_s)} (critical "
-                f"path and total work, from the cost model).")
+        return (f"No placement can beat the lower bound of {_ms(s.lower_bound_s)} (from the "
+                f"cost model, for placements that fit in memory: a critical path that charges "
+                f"transfers, atomic colocation groups and device loads).")
     return (f"The cost model's lower bound, {_ms(s.lower_bound_s)}, bounds simulated step times, "
             f"not measured ones. Measured step times vary from run to run: the same placement "
             f"measured twice (a heuristic's, then again as a start of fine-tuning) can differ "

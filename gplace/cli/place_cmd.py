@@ -16,20 +16,30 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                                    "more and more, on policy-guided local moves of the best "
                                    "placement; runs the cheap heuristics alongside and keeps the "
                                    "fastest feasible placement.")
-    p.add_argument("model", help=".pb, .pbtxt, .meta or SavedModel directory")
+    p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, or a PyTorch "
+                                 "torch.export program (.pt2) whose forward returns the loss")
+    add_torch_arguments(p)
     p.add_argument("--cluster", default=None,
                    help="preset or YAML file (default: the devices here if there are at least "
                         "two, else post-4gpu)")
     p.add_argument("--checkpoint", default=None, help="policy checkpoint (default: shipped)")
-    p.add_argument("--finetune", type=int, default=0, metavar="N",
-                   help="placements to measure while fine-tuning (0: zero-shot)")
+    p.add_argument("--finetune", type=checks.count(0, checks.MAX_SAMPLES, "placements measured"),
+                   default=0, metavar="N",
+                   help="placements to measure while fine-tuning (0: zero-shot; at most 10**6)")
     p.add_argument("--measure", choices=("sim", "real"), default="sim",
                    help="measure placements with the simulator (default) or on the devices")
-    p.add_argument("--memory-limit", default=None, metavar="SIZE",
+    p.add_argument("--memory-limit", type=checks.memory_limit, default=None, metavar="SIZE",
                    help="cap device memory: 8GB for all, or gpu0=8GB,gpu1=4GB")
     p.add_argument("--allow-unsafe", action="store_true",
                    help="with --measure real: run ops off gplace's list of ops without side "
                         "effects (files, Python, network; see gplace/real/allowlist.py)")
+    p.add_argument("--loss", default=None, metavar="NAME",
+                   help="with --measure real: the op that ends a training step, run each step "
+                        "(default: step_loss, or else the one op nothing consumes)")
+    p.add_argument("--optimal", type=_seconds, default=None, metavar="SECONDS",
+                   help="then run the exact placer (CP-SAT, small problems) for up to SECONDS "
+                        "and print its proven lower bound; its placement is kept when faster "
+                        "(simulated)")
     p.add_argument("--seed", type=checks.seed, default=0, help="0 <= seed < 2**32 (default 0)")
     p.add_argument("--out", default="gplace-out", help="output directory (default: gplace-out)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -38,28 +48,89 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from gplace.errors import ConfigError, GplaceError
-    if args.finetune < 0:
-        raise ConfigError(f"--finetune {args.finetune}: must be >= 0")
+    if args.loss is not None and args.measure != "real":
+        raise ConfigError(f"--loss {args.loss!r} names the op a real step runs; it needs "
+                          f"--measure real")
     checks.model_path(args.model)  # before the 5-15 s of importing TensorFlow and torch
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     checks.policy_checkpoint(args.checkpoint)
     if args.measure == "real":  # refuse an untrusted graph before any placement work
         from gplace.importer.reader import read_graph_def
+        from gplace.real.measurer import step_op
         from gplace.real.safety import check_safe
-        check_safe(read_graph_def(args.model)[0], args.allow_unsafe)
-    from gplace.place import place
+        graph_def = read_graph_def(args.model)[0]
+        check_safe(graph_def, args.allow_unsafe)
+        step_op(graph_def, args.loss)
+    if args.optimal is not None and args.measure != "sim":
+        raise ConfigError("--optimal bounds simulated step times; it needs --measure sim")
+    from gplace.place import place, refine_exact
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
-                   seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe)
+                   seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
+                   loss=args.loss,
+                   **torch_options(args))
+    exact = refine_exact(result, args.optimal) if args.optimal is not None else None
     try:
         files = result.export(out)
     except OSError as e:  # checked above, but a disk can fill up meanwhile: keep the result
         print(render(result.summary, None, args.json))
         raise GplaceError(f"could not write the results to {out} ({e.strerror or e}); nothing "
                           f"was written there; the result is printed above") from None
-    print(render(result.summary, files, args.json, result.intervals, result.ties))
+    text = render(result.summary, files, args.json, result.intervals, result.ties)
+    if exact is not None and args.json:
+        text = json.dumps({**json.loads(text), "exact": _exact_info(exact)})
+    elif exact is not None:
+        text += "\n" + _exact_line(exact)
+    print(text)
     return 0
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r}: give seconds, more than 0, at most 86400")
+    return value
+
+
+def _exact_info(exact) -> dict:
+    """The exact placer's figures, plain JSON types."""
+    keep = ("status", "solver_bound_s", "solver_makespan_s", "solver_step_time_s", "gap",
+            "time_unit_s", "rounding_slack_s", "wall_s")
+    return {"step_time_s": exact.step_time_s,
+            **{k: float(v) if k != "status" else v for k, v in exact.info.items() if k in keep}}
+
+
+def _exact_line(exact) -> str:
+    """One line: the status, the proven bound and what the exact placer found."""
+    i = exact.info
+    proven = ("optimal schedule of the relaxation" if i["status"] == "optimal"
+              else f"{i['status']}, solver gap {i.get('gap', float('nan')):.1%}")
+    return (f"exact (CP-SAT)   proven lower bound {_ms(i['solver_bound_s'])} ({proven}); best "
+            f"placement found {_ms(exact.step_time_s)} simulated "
+            f"({i.get('proven_ratio', float('nan')):.3f}x the bound) in {i['wall_s']:.0f} s")
+
+
+def add_torch_arguments(p: argparse.ArgumentParser) -> None:
+    """--optimizer and --trust-pt2, the options of a PyTorch (.pt2) model."""
+    p.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
+                   help=".pt2 only: the optimizer whose updates the step adds (default: sgd)")
+    p.add_argument("--trust-pt2", action="store_true",
+                   help=".pt2 only: load a file that holds pickled objects (torch.export.load "
+                        "unpickles them, which can run any code; refused without this flag)")
+
+
+def torch_options(args) -> dict:
+    """The import options of a .pt2 model; a ConfigError when given for another model."""
+    from gplace.errors import ConfigError
+    given = {"optimizer": args.optimizer, "trust": args.trust_pt2}
+    given = {k: v for k, v in given.items() if v}
+    if given and not str(args.model).lower().endswith(".pt2"):
+        raise ConfigError("--optimizer and --trust-pt2 apply to PyTorch (.pt2) models only")
+    return given
 
 
 def render(s, files: list | None, as_json: bool, intervals: dict | None = None,

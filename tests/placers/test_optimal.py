@@ -1,0 +1,119 @@
+"""The exact placer (gplace.placers.optimal): hand-computed optima, exhaustive search on tiny
+problems, and the solver's makespan against the re-simulated step time."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ortools")
+
+from gplace.cluster import load_cluster  # noqa: E402
+from gplace.graph import OpGraph  # noqa: E402
+from gplace.placers import SimMeasurer, get_placer  # noqa: E402
+from gplace.placers.base import cheap_heuristics  # noqa: E402
+from gplace.placers.optimal import canonical, solve_isolated, OptimalConfig  # noqa: E402
+from gplace.problem import PlacementProblem  # noqa: E402
+from gplace.sim import FastSimulator, lower_bound  # noqa: E402
+from gplace.sim.random_graphs import RandomDagConfig, random_cluster, random_dag  # noqa: E402
+
+from tests.sim.helpers import cluster, device, problem  # noqa: E402
+
+FAST = dict(time_limit_s=20.0, workers=1)
+
+
+def optimal(prob, **config):
+    return get_placer("optimal", **{**FAST, **config}).place(prob, SimMeasurer(prob), 0)
+
+
+def chain_problem():
+    """a -> b -> c, 1e9 B each at 1e9 B/s: on x (1, 4, 1) s, on y (3, 1, 3) s. All on x 6,
+    all on y 7, a and c on x with b on y 1 + 1 + 1 + 1 + 1 = 5 (the optimum), b and c on y 6."""
+    g = OpGraph.from_lists([0] * 3, [10**9] * 3, [(0, 1), (1, 2)])
+    return problem(g, cluster(device("x"), device("y")), [[1.0, 3.0], [4.0, 1.0], [1.0, 3.0]])
+
+
+def test_three_op_chain_by_hand():
+    r = optimal(chain_problem())
+    assert r.placement.tolist() == [0, 1, 0] and r.step_time_s == 5.0
+    info = r.info
+    assert info["status"] == "optimal"
+    assert 5.0 - info["rounding_slack_s"] <= info["solver_bound_s"] <= 5.0
+    assert info["solver_makespan_s"] == pytest.approx(info["solver_bound_s"])
+
+
+def test_new_bound_charges_the_chain_its_transfers():
+    b = lower_bound(chain_problem())
+    assert b.simple_s == 3.0  # every op on its best device, transfers free
+    assert b.path_s == pytest.approx(5.0, rel=1e-8) and b.bound_s <= 5.0
+
+
+def test_links_serialize_transfers():
+    """a0, a1 must sit on x (their parameters fit nowhere else), b0, b1 take 100 s there and
+    1 s on y; each a sends 4e9 B (4 s) to its b. One link: transfers [1,5] and [5,9], the step
+    ends at 10; without the link's queue it would end at 7."""
+    g = OpGraph.from_lists([0] * 4, [4 * 10**9, 4 * 10**9, 0, 0], [(0, 2), (1, 3)],
+                           param_bytes=[2 * 10**10, 2 * 10**10, 0, 0])
+    cl = cluster(device("x"), device("y", memory=10**10))
+    prob = problem(g, cl, [[1.0, 1.0], [1.0, 1.0], [100.0, 1.0], [100.0, 1.0]])
+    r = optimal(prob)
+    assert r.placement.tolist() == [0, 0, 1, 1] and r.step_time_s == 10.0
+    assert 10.0 - r.info["rounding_slack_s"] <= r.info["solver_bound_s"] <= 10.0
+    free = solve_isolated(prob, 20.0, OptimalConfig(**FAST, links=False), None, 0)
+    assert free.status == "optimal"
+    assert free.found[-1][0] * free.time_unit_s == pytest.approx(7.0, rel=1e-3)
+
+
+def test_memory_keeps_a_unit_off_a_small_device():
+    g = OpGraph.from_lists([0, 0], [0, 0], [], param_bytes=[10**6, 0])
+    prob = problem(g, cluster(device("x", memory=10**5), device("y")), [[1.0, 5.0], [1.0, 5.0]])
+    r = optimal(prob)
+    assert r.placement.tolist() == [1, 0] and r.step_time_s == 5.0
+
+
+def tiny(seed: int):
+    g = random_dag(RandomDagConfig(ops=9, back_edges=1), seed)
+    return PlacementProblem.build(g, random_cluster(3, seed))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_bound_below_the_exhaustive_optimum(seed):
+    """Every placement of a tiny problem simulated: the solver's proven bound and the new
+    lower bound are at most the best feasible step time, and the placer reaches it or more."""
+    prob = tiny(seed)
+    every = np.array(list(itertools.product(range(prob.num_devices), repeat=prob.num_units)))
+    batch = FastSimulator(prob).run_batch(every)
+    best = float(np.where(batch.oom, np.inf, batch.step_time_s).min())
+    r = optimal(prob)
+    assert r.info["status"] == "optimal"
+    assert r.info["solver_bound_s"] <= best <= r.step_time_s
+    assert lower_bound(prob).bound_s <= best
+    assert lower_bound(prob).any_placement_s <= batch.step_time_s.min()
+
+
+def test_optimum_below_every_heuristic_and_resimulated():
+    g = random_dag(RandomDagConfig(ops=24), 7)
+    prob = PlacementProblem.build(g, load_cluster("hetero"))
+    m = SimMeasurer(prob)
+    r = optimal(prob)
+    info = r.info
+    assert info["status"] == "optimal"
+    for h in cheap_heuristics():
+        assert info["solver_bound_s"] <= get_placer(h).place(prob, m, 0).step_time_s
+    assert r.step_time_s <= info["start_step_time_s"]
+    # the solver's optimum is a lower bound on its own placement's simulated time, which
+    # exceeds it by at most the list-schedule slack plus rounding
+    assert info["solver_makespan_s"] <= info["solver_step_time_s"]
+    assert info["solver_step_time_s"] <= (info["solver_makespan_s"] + info["list_schedule_slack_s"]
+                                          + info["rounding_slack_s"])
+
+
+def test_canonical_relabels_interchangeable_devices():
+    prob = PlacementProblem.build(random_dag(RandomDagConfig(ops=6), 0), load_cluster("post-4gpu"))
+    placement = np.array([3, 3, 0, 2, 4, 1][:prob.num_units])
+    out = canonical(prob, placement)
+    sim = FastSimulator(prob)
+    gpus = sorted({d for d in out.tolist() if d > 0})
+    assert gpus == list(range(1, len(gpus) + 1))  # the GPUs used are the first ones
+    assert out[0] == 1  # the first GPU used becomes gpu0 (device 1); the CPU keeps its index
+    assert sim.run(out).step_time_s == pytest.approx(sim.run(placement).step_time_s, rel=1e-9)
