@@ -19,7 +19,9 @@ heuristic (geomean of 24; HEFT's own criterion: 1.29x; pretrain/README.md). Lear
 there and moves away from it where that pays. One network serves any graph and device set.
 
 Checkpoints hold a format version, the constructor arguments and the weights; loading uses
-``torch.load(weights_only=True)`` and never unpickles arbitrary objects.
+``torch.load(weights_only=True)`` and never unpickles arbitrary objects. A loaded policy runs
+its message passing with :mod:`gplace.gnn.gine` (plain torch, equal to PyG's GINEConv bit for
+bit), so placing never imports torch_geometric; a policy built new uses PyG's layer.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ from typing import NamedTuple
 import numpy as np
 import torch
 from torch import nn
-from torch_geometric.nn import GINEConv
 
 from gplace.errors import ConfigError
 from gplace.gnn.features import (DEVICE_FEATURES, EDGE_FEATURES, OP_VOCAB, PAIR_FEATURES,
@@ -70,6 +71,16 @@ def mlp(sizes: list[int]) -> nn.Sequential:
     return nn.Sequential(*layers[:-1])
 
 
+def _pyg_conv(seq: nn.Sequential) -> nn.Module:
+    from torch_geometric.nn import GINEConv  # imports torch._dynamo: seconds
+    return GINEConv(seq, edge_dim=EDGE_FEATURES)
+
+
+def _lean_conv(seq: nn.Sequential) -> nn.Module:
+    from gplace.gnn.gine import GINE
+    return GINE(seq, edge_dim=EDGE_FEATURES)
+
+
 def _zero_last(seq: nn.Sequential) -> nn.Sequential:
     nn.init.zeros_(seq[-1].weight)
     nn.init.zeros_(seq[-1].bias)
@@ -78,7 +89,9 @@ def _zero_last(seq: nn.Sequential) -> nn.Sequential:
 
 class GNNPolicy(nn.Module):
     def __init__(self, hidden_channels: int = 64, num_layers: int = 3, type_channels: int = 16,
-                 scale: float = 10.0):
+                 scale: float = 10.0, lean: bool = False):
+        """``lean``: GINE layers of gplace.gnn.gine instead of torch_geometric's GINEConv (the
+        same function and parameter names; not a constructor argument of the checkpoint)."""
         super().__init__()
         h = hidden_channels
         self.kwargs = {"hidden_channels": h, "num_layers": num_layers,
@@ -87,8 +100,8 @@ class GNNPolicy(nn.Module):
                             # ~lr move a decision weight by ~scale x lr
         self.type_embedding = nn.Linear(len(OP_VOCAB), type_channels, bias=False)
         self.unit_in = mlp([UNIT_FEATURES + type_channels, h, h])
-        self.convs = nn.ModuleList(GINEConv(mlp([h, h, h]), edge_dim=EDGE_FEATURES)
-                                   for _ in range(num_layers))
+        conv = _lean_conv if lean else _pyg_conv
+        self.convs = nn.ModuleList(conv(mlp([h, h, h])) for _ in range(num_layers))
         self.norms = nn.ModuleList(nn.LayerNorm(h) for _ in range(num_layers))
         self.device_in = mlp([DEVICE_FEATURES, h, h])
         self.pair_head = _zero_last(mlp([3 * h + PAIR_FEATURES, h, h, 1]))
@@ -133,8 +146,9 @@ class GNNPolicy(nn.Module):
         atomic_write(path, lambda f: torch.save(record, f), binary=True)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> tuple[GNNPolicy, dict]:
-        """(policy, meta); ConfigError for a missing, corrupt, foreign or incompatible file."""
+    def load(cls, path: str | os.PathLike, lean: bool = True) -> tuple[GNNPolicy, dict]:
+        """(policy, meta); ConfigError for a missing, corrupt, foreign or incompatible file.
+        ``lean``: see __init__ (the default here: loading is what placing does)."""
         if not os.path.isfile(path):
             raise ConfigError(f"{path}: no such checkpoint file")
         if os.path.getsize(path) == 0:
@@ -150,7 +164,7 @@ class GNNPolicy(nn.Module):
             raise ConfigError(f"{path}: checkpoint format version {record.get('format_version')}, "
                               f"this gplace reads version {CHECKPOINT_VERSION}")
         try:
-            policy = cls(**record["kwargs"])
+            policy = cls(**record["kwargs"], lean=lean)
             policy.load_state_dict(record["state_dict"])
         except (TypeError, KeyError, RuntimeError) as e:
             raise ConfigError(f"{path}: checkpoint does not match this policy "
