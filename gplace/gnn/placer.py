@@ -20,7 +20,6 @@ result is never slower than the best of them.
 from __future__ import annotations
 
 import copy
-import time
 from pathlib import Path
 
 import numpy as np
@@ -79,7 +78,7 @@ class GNNPlacer:
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
               seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:
         """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement."""
-        start, cfg = time.perf_counter(), self.config.learn
+        cfg = self.config.learn
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()
         tracker = Tracker(problem, measurer, budget)
@@ -89,8 +88,9 @@ class GNNPlacer:
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
         state.offer(candidates, m.step_time_s, m.feasible, m.low_s, m.high_s)
         state.ref_time_s = state.best_time_s if state.elites else None
-        if state.elites:  # the best start: the control of real batches (Tracker: drift)
-            tracker.offer_free(state.elites[0].placement, state.best_time_s)
+        for p, t, ok in zip(candidates, m.step_time_s, m.feasible):
+            if ok:  # the best start: the result so far, the control of real batches
+                tracker.offer_free(p, float(t))
         zero_time = float(m.step_time_s[0]) if m.feasible[0] else np.inf
         start_time = state.best_time_s
         opt = torch.optim.Adam(policy.param_groups(cfg.lr, cfg.w0_lr_scale))
@@ -112,12 +112,8 @@ class GNNPlacer:
             rounds += 1
             if progress:
                 progress(tracker.used, state.best_time_s)
-        found = bool(state.elites)
-        best = state.elites[0].placement if found else zero
-        return PlaceResult("gnn", best, state.best_time_s, found, tracker.used,
-                           time.perf_counter() - start, tracker.history(),
-                           {"zero_shot_step_time_s": zero_time, "start_step_time_s": start_time,
-                            "zero_shot_placement": zero, "control_drift": tracker.drift})
+        return tracker.result("gnn", zero, zero_shot_step_time_s=zero_time,
+                              start_step_time_s=start_time, zero_shot_placement=zero)
 
     def _local_moves(self, policy, state: ProblemState, tracker: Tracker, count: int, rng) -> None:
         """``count`` independent moves of the best placement (see the module docstring)."""
