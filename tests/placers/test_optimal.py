@@ -117,3 +117,28 @@ def test_canonical_relabels_interchangeable_devices():
     assert gpus == list(range(1, len(gpus) + 1))  # the GPUs used are the first ones
     assert out[0] == 1  # the first GPU used becomes gpu0 (device 1); the CPU keeps its index
     assert sim.run(out).step_time_s == pytest.approx(sim.run(placement).step_time_s, rel=1e-9)
+
+
+def test_certified_where_the_simulator_meets_the_bound():
+    r = optimal(chain_problem())
+    assert r.info["certified"] and r.step_time_s <= r.info["solver_bound_s"] + r.info["rounding_slack_s"]
+
+
+def test_relaxation_orders_ops_freely():
+    """a (10 s, nothing reads it) and b (1 s) must run on x, c (10 s on y, 100 s on x, reads b)
+    on y. The
+    simulator serves x first-ready-first-served with ties by topological rank: a, then b, so c
+    ends at 21 s. The solver's relaxation runs b first: 11 s. Its bound holds (11 <= 21), but
+    the placement it proves is not certified: the simulator does not reach that schedule."""
+    g = OpGraph.from_lists([0] * 3, [0, 0, 0], [(1, 2)], param_bytes=[2 * 10**9, 2 * 10**9, 0])
+    cl = cluster(device("x"), device("y", memory=10**9))
+    prob = problem(g, cl, [[10.0, 10.0], [1.0, 1.0], [100.0, 10.0]])
+    placement = np.array([0, 0, 1])
+    assert FastSimulator(prob).run(placement).step_time_s == 21.0  # a before b on x
+    r = optimal(prob, polish=0)
+    info = r.info
+    assert info["status"] == "optimal" and r.placement.tolist() == [0, 0, 1]
+    assert info["solver_makespan_s"] == pytest.approx(11.0, rel=1e-3)
+    assert info["solver_step_time_s"] == r.step_time_s == 21.0 and not info["certified"]
+    assert info["solver_step_time_s"] <= (info["solver_makespan_s"] + info["list_schedule_slack_s"]
+                                          + info["rounding_slack_s"])
