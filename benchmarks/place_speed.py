@@ -1,14 +1,18 @@
 """Wall time of `gplace place` on a ~10,000-op graph with --finetune 300 (goal: under a minute).
 
-    .venv/bin/python benchmarks/place_speed.py [MODEL] [--finetune 300]
+    .venv/bin/python benchmarks/place_speed.py [MODEL] [--finetune 300] [--profile 25]
 
 Default model: the corpus's Keras InceptionV3 training step at batch 32 (11,725 ops). Prints
-the phases: import, heuristics + problem set-up, fine-tuning, export.
+the phases: import (TensorFlow already loaded, no OpGraph cache), heuristics + problem set-up
++ fine-tuning, export; ``--profile N`` adds the N gplace functions with the most cumulative
+time in the placement (cProfile), to say what the remaining time is spent on.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import sys
 import tempfile
 import time
@@ -23,6 +27,7 @@ def main() -> None:
     parser.add_argument("model", nargs="?", default=str(ROOT / "datasets/corpus/inception_v3_b32.pb"))
     parser.add_argument("--finetune", type=int, default=300)
     parser.add_argument("--cluster", default="post-4gpu")
+    parser.add_argument("--profile", type=int, default=0, metavar="N")
     args = parser.parse_args()
     from gplace.tfimport import tensorflow
     tensorflow()
@@ -31,9 +36,14 @@ def main() -> None:
     t0 = time.perf_counter()
     graph = gplace.load_graph(args.model)
     t_import = time.perf_counter() - t0
+    profiler = cProfile.Profile() if args.profile else None
+    if profiler:
+        profiler.enable()
     t0 = time.perf_counter()
     result = place(graph, cluster=args.cluster, finetune=args.finetune, progress=False)
     t_place = time.perf_counter() - t0
+    if profiler:
+        profiler.disable()
     t0 = time.perf_counter()
     result.export(tempfile.mkdtemp())
     t_export = time.perf_counter() - t0
@@ -45,6 +55,9 @@ def main() -> None:
           f"{s.zero_shot_step_time_s * 1e3:.2f} ms, best heuristic {s.best_heuristic.name} "
           f"{s.best_heuristic.step_time_s * 1e3:.2f} ms, single device "
           f"{s.single_device_s * 1e3:.2f} ms; chosen: {s.chosen}")
+    if profiler:
+        print(f"the placement's {args.profile} gplace functions with the most cumulative time:")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(r"gplace/", args.profile)
 
 if __name__ == "__main__":
     main()

@@ -33,12 +33,44 @@ def choose_cluster(cluster: str | Cluster | None) -> tuple[Cluster, str]:
         return cluster, f"cluster {cluster.name} (given)"
     if cluster:
         return load_cluster(cluster), f"cluster {cluster} (given)"
-    local = load_cluster("local")
-    if local.num_devices >= 2:
+    local = None if _tf_sees_one_device() else load_cluster("local")
+    if local is not None and local.num_devices >= 2:
         return local, f"cluster local: the {local.num_devices} devices TensorFlow sees here"
     return load_cluster(DEFAULT_PRESET), (
-        f"cluster {DEFAULT_PRESET} (a preset: TensorFlow sees only {local.num_devices} "
-        "device here; pass --cluster to choose)")
+        f"cluster {DEFAULT_PRESET} (a preset: TensorFlow sees only "
+        f"{local.num_devices if local else 1} device here; pass --cluster to choose)")
+
+
+def _tf_sees_one_device() -> bool:
+    """True when TensorFlow would list only this machine's CPU, known without importing it
+    (seconds): its build has no CUDA or ROCm, or the driver library does not load, and no
+    pluggable device is installed. False means: ask TensorFlow (gplace.cluster.local_cluster)."""
+    import ctypes
+    import importlib.util
+    import os
+    import site
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return True  # no TensorFlow: local_cluster counts one CPU too
+    if os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or any(
+            os.path.isdir(os.path.join(d, "tensorflow-plugins"))
+            for d in [*site.getsitepackages(), *sys.path]):
+        return False
+    info = Path(spec.submodule_search_locations[0]) / "python" / "platform" / "build_info.py"
+    try:
+        text = info.read_text()
+    except OSError:
+        return False
+    for flag, driver in (("is_cuda_build", "libcuda.so.1"), ("is_rocm_build", "libamdhip64.so")):
+        if f"'{flag}', True" in text:
+            try:
+                ctypes.CDLL(driver)
+                return False  # a driver: TF may see GPUs
+            except OSError:
+                continue
+        elif f"'{flag}', False" not in text:
+            return False  # a build_info this check does not know
+    return True
 
 
 @dataclass
@@ -88,7 +120,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     the op a real step runs (default: gplace.real.measurer.step_op's choice);
     ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
     import torch
-    from gplace.importer import load_graph
+    from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES

@@ -16,15 +16,18 @@ from gplace.sim import FastSimulator
 from gplace.sim.trace import write_trace
 
 
-def source_graph_def(src):
+def source_graph_def(src, lean: bool = False):
     """The GraphDef behind what ``place`` imported, functions inlined as the importer did;
-    None for an OpGraph."""
+    None for an OpGraph. ``lean``: a file is read without starting TensorFlow unless it
+    calls functions (inlining builds their bodies with TF; gplace.importer.reader, lean)."""
     from gplace.importer import functions
     from gplace.importer.reader import read_graph_def
     if isinstance(src, (str, Path)) and str(src).lower().endswith(".pt2"):
         return None  # a PyTorch program: gplace.torchfront.placed runs it
     if isinstance(src, (str, Path)):
-        graph_def, _ = read_graph_def(src)
+        graph_def, _ = read_graph_def(src, lean=lean)
+        if len(graph_def.library.function) and "tensorflow" not in type(graph_def).__module__:
+            graph_def, _ = read_graph_def(src)
     elif hasattr(src, "as_graph_def"):
         graph_def = src.as_graph_def()
     elif hasattr(src, "node"):
@@ -37,7 +40,7 @@ def source_graph_def(src):
 
 def placed_graph_def(result):
     """The source GraphDef with NodeDef.device set for every op."""
-    graph_def = source_graph_def(result.source)
+    graph_def = source_graph_def(result.source, lean=True)
     if graph_def is None:
         return None
     placed = type(graph_def)()

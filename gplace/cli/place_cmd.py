@@ -65,6 +65,8 @@ def run(args) -> int:
     if args.optimal is not None and args.measure != "sim":
         raise ConfigError("--optimal bounds simulated step times; it needs --measure sim")
     from gplace.place import place, refine_exact
+    if not args.finetune:
+        _optimizer_without_dynamo()
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
@@ -84,6 +86,22 @@ def run(args) -> int:
         text += "\n" + _exact_line(exact)
     print(text)
     return 0
+
+
+def _optimizer_without_dynamo() -> None:
+    """A zero-shot placement builds the fine-tuning optimizer but never steps it; torch wraps
+    Optimizer.add_param_group (which its constructor calls) in torch._compile._disable_dynamo,
+    which imports torch._dynamo (1-1.5 s) on the first call only to exclude the method from
+    torch.compile tracing. This command compiles nothing: the method is marked as excluded
+    already (the attribute that wrapper caches), so nothing else changes."""
+    import sys
+
+    import torch
+    if "torch._dynamo" in sys.modules:
+        return
+    fn = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
+    if fn is not None and getattr(fn, "__dynamo_disable", None) is None:
+        setattr(fn, "__dynamo_disable", fn)
 
 
 def _seconds(text: str) -> float:

@@ -7,6 +7,7 @@ exceptions never escape.
 from __future__ import annotations
 
 import errno
+import functools
 from pathlib import Path
 
 from google.protobuf import message, text_format
@@ -18,7 +19,17 @@ BINARY_SUFFIXES = (".pb", ".graphdef", ".meta")
 SUPPORTED = ".pb, .pbtxt, .meta, or a SavedModel directory"
 
 
-def _protos():
+def _protos(lean: bool = False):
+    """The GraphDef, MetaGraphDef and SavedModel classes: TensorFlow's, or with ``lean`` the
+    copies TensorBoard ships (the same fields, tests/importer/test_lean_protos.py), which load
+    in milliseconds instead of starting TensorFlow; TensorBoard has no SavedModel, so a
+    SavedModel is never read lean."""
+    if lean:
+        try:
+            from tensorboard.compat.proto import graph_pb2, meta_graph_pb2
+            return graph_pb2.GraphDef, meta_graph_pb2.MetaGraphDef, None
+        except ImportError:
+            pass
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly: the protos' package import loads TF's libraries and their log lines
     from tensorflow.core.framework import graph_pb2
@@ -26,15 +37,23 @@ def _protos():
     return graph_pb2.GraphDef, meta_graph_pb2.MetaGraphDef, saved_model_pb2.SavedModel
 
 
-def read_graph_def(path: str | Path):
-    """Returns ``(graph_def, kind)`` with kind one of graphdef, metagraph, savedmodel."""
+def read_graph_def(path: str | Path, lean: bool = False):
+    """Returns ``(graph_def, kind)`` with kind one of graphdef, metagraph, savedmodel.
+    ``lean``: without starting TensorFlow where possible (see _protos): the GraphDef is then
+    TensorBoard's class, for code that only reads, edits and writes it."""
     file, data = read_graph_file(path)
     if file.name == "saved_model.pbtxt" or (file.name == "saved_model.pb" and Path(path).is_dir()):
+        protos = _protos()
         parse = _parse_text if file.suffix == ".pbtxt" else _parse_binary
-        return parse(file, data)[0], "savedmodel"
-    if file.suffix.lower() in TEXT_SUFFIXES:
-        return _parse_text(file, data)
-    return _parse_binary(file, data, prefer_meta=(file.suffix.lower() == ".meta"))
+        return parse(file, data, protos)[0], "savedmodel"
+    parse = _parse_text if file.suffix.lower() in TEXT_SUFFIXES else functools.partial(
+        _parse_binary, prefer_meta=(file.suffix.lower() == ".meta"))
+    if lean and _protos(lean)[2] is None:
+        try:
+            return parse(file, data, _protos(lean))
+        except GraphError:
+            pass  # maybe a SavedModel message; TF's classes read it or say what is wrong
+    return parse(file, data, _protos())
 
 
 def read_graph_file(path: str | Path) -> tuple[Path, bytes]:
@@ -90,11 +109,11 @@ def _looks_like_graph(graph_def) -> bool:
         n.name and n.op for n in graph_def.node)
 
 
-def _unwrap(proto):
+def _unwrap(proto, protos):
     """GraphDef inside a MetaGraphDef or SavedModel (the training graph when one is tagged
     "train"); None for a SavedModel without meta graphs."""
-    GraphDef, MetaGraphDef, SavedModel = _protos()
-    if isinstance(proto, SavedModel):
+    GraphDef, MetaGraphDef, SavedModel = protos
+    if SavedModel is not None and isinstance(proto, SavedModel):
         metas = sorted(proto.meta_graphs, key=lambda m: "train" not in m.meta_info_def.tags)
         return metas[0].graph_def if metas else None
     if isinstance(proto, MetaGraphDef):
@@ -102,24 +121,25 @@ def _unwrap(proto):
     return proto
 
 
-def _candidates(prefer_meta: bool):
-    GraphDef, MetaGraphDef, SavedModel = _protos()
+def _candidates(protos, prefer_meta: bool):
+    GraphDef, MetaGraphDef, SavedModel = protos
     kinds = [(GraphDef, "graphdef"), (MetaGraphDef, "metagraph"), (SavedModel, "savedmodel")]
+    kinds = [k for k in kinds if k[0] is not None]
     return kinds[1:2] + kinds[:1] + kinds[2:] if prefer_meta else kinds
 
 
-def _first_graph(parse, errors, prefer_meta: bool = False):
+def _first_graph(parse, errors, protos, prefer_meta: bool = False):
     """``((graph_def, kind), None, None)`` for the first message kind that ``parse(proto)``
     fills with ops; else ``(None, the first parse error, the GraphDef if it parsed)``."""
     first_error, plain = None, None
-    for cls, kind in _candidates(prefer_meta):
+    for cls, kind in _candidates(protos, prefer_meta):
         proto = cls()
         try:
             parse(proto)
         except errors as e:
             first_error = first_error or e
             continue
-        graph_def = _unwrap(proto)
+        graph_def = _unwrap(proto, protos)
         if _looks_like_graph(graph_def):
             return (graph_def, kind), None, None
         plain = proto if kind == "graphdef" and proto.ListFields() else plain
@@ -135,10 +155,10 @@ def _no_graph(path: Path, graph_def) -> GraphError:
     return GraphError(f"{path}: op {k} of the GraphDef has no {missing}")
 
 
-def _parse_binary(path: Path, data: bytes, prefer_meta: bool = False):
+def _parse_binary(path: Path, data: bytes, protos, prefer_meta: bool = False):
     found, error, plain = _first_graph(lambda proto: proto.ParseFromString(data),
                                        (message.DecodeError, RuntimeError, ValueError),
-                                       prefer_meta)
+                                       protos, prefer_meta)
     if found:
         return found
     bad_text = _non_utf8_node_field(data)
@@ -154,13 +174,13 @@ def _parse_binary(path: Path, data: bytes, prefer_meta: bool = False):
                      "(no ops found)")
 
 
-def _parse_text(path: Path, data: bytes):
+def _parse_text(path: Path, data: bytes, protos):
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise GraphError(f"{path}: not a text protobuf (the file is not UTF-8 text)") from None
     found, error, plain = _first_graph(lambda proto: text_format.Parse(text, proto),
-                                       text_format.ParseError)
+                                       text_format.ParseError, protos)
     if found:
         return found
     if plain is not None and plain.node:

@@ -1,0 +1,105 @@
+"""Imported graphs kept in the user's cache folder, so placing a file again skips its import
+(TensorFlow's start-up and shape inference, seconds).
+
+An entry is named by a hash of the file's bytes, how it is read (its suffix, or a SavedModel's
+file name), the import options, and the importer's version: IMPORTER_VERSION, the OpGraph file
+format, a digest of the importer's own source files and the TensorFlow release, so any change to
+the importer misses instead of returning a stale graph. The path is not in the key (the same
+bytes anywhere are the same graph); the entry's ``source`` and ``name`` are set on reading.
+
+The folder: ``$GPLACE_CACHE_DIR`` when set (``off`` turns the cache off), else the platform's
+user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
+``%LOCALAPPDATA%`` on Windows) + ``gplace/opgraphs``. Entries are written atomically
+(OpGraph.save); one that cannot be read is imported again and rewritten; a folder that cannot
+be written only costs the next run its import again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+from gplace.errors import GraphError
+from gplace.graph import FORMAT_VERSION, OpGraph
+
+ENV = "GPLACE_CACHE_DIR"
+KEY_SCHEME = 1  # bump when the key's description below changes
+
+
+def cache_folder() -> Path | None:
+    """Where entries live; None when the cache is off."""
+    given = os.environ.get(ENV)
+    if given is not None:
+        return None if given.strip().lower() in ("", "off", "0", "none") else Path(given)
+    if sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    elif os.name == "nt":
+        base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "gplace" / "opgraphs"
+
+
+def importer_version() -> str:
+    """What the imported graph depends on besides the file: changes when the importer does."""
+    from importlib import metadata
+
+    import gplace.importer as importer
+    digest = hashlib.sha256()
+    for source in sorted(Path(importer.__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    try:
+        tf = metadata.version("tensorflow")
+    except metadata.PackageNotFoundError:
+        tf = "none"
+    return f"{importer.IMPORTER_VERSION}-{FORMAT_VERSION}-{digest.hexdigest()[:16]}-tf{tf}"
+
+
+def entry_key(file: Path, data: bytes, options: dict) -> str:
+    """The entry name of a graph file's bytes read with ``options``."""
+    how = file.name if file.name.startswith("saved_model.") else file.suffix.lower()
+    description = json.dumps({"scheme": KEY_SCHEME, "importer": importer_version(), "read": how,
+                              "options": options}, sort_keys=True)
+    return hashlib.sha256(description.encode() + b"\0" + data).hexdigest()
+
+
+def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options) -> OpGraph:
+    """gplace.importer.load_graph, through the cache for a graph file (a PyTorch program, an
+    object, or a cache that is off: imported as usual)."""
+    from gplace import importer
+    folder = cache_folder()
+    if (folder is None or options or not isinstance(source, (str, os.PathLike))
+            or str(source).lower().endswith(".pt2")):
+        return importer.load_graph(source, unknown_dim=unknown_dim, name=name, **options)
+    from gplace.importer.reader import read_graph_file
+    file, data = read_graph_file(source)  # the checks that need no parsing, errors as usual
+    entry = folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim})}.npz"
+    graph = _read(entry)
+    if graph is None:
+        graph = importer.load_graph(source, unknown_dim=unknown_dim)
+        _write(entry, graph)
+    else:
+        graph.meta["import"]["cached"] = str(entry)
+    path = Path(source)
+    graph.meta["source"] = str(path)
+    graph.meta["name"] = name or (path.name if path.is_dir() else path.name.split(".")[0])
+    return graph
+
+
+def _read(entry: Path) -> OpGraph | None:
+    if not entry.is_file():
+        return None
+    try:
+        return OpGraph.load(entry).validate()
+    except (GraphError, OSError, ValueError, KeyError, TypeError):
+        return None  # truncated or foreign: imported again and rewritten
+
+
+def _write(entry: Path, graph: OpGraph) -> None:
+    try:
+        graph.save(entry)
+    except OSError:
+        pass  # a read-only or full cache folder: the next run imports again

@@ -1,0 +1,128 @@
+"""The OpGraph cache: a graph read back equals a fresh import, a file placed again never starts
+TensorFlow, and anything that could make an entry stale (the importer, the options, the bytes)
+misses."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gplace import opgraph_cache
+from gplace.graph import _ARRAY_FIELDS
+from gplace.importer import load_graph
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "gplace" / "examples" / "small_resnet.pb"
+NMT = ROOT / "datasets" / "corpus" / "nmt_2l.pb"  # TF1 loops: frames, back edges
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv(opgraph_cache.ENV, str(folder))
+    return folder
+
+
+def same_graph(a, b):
+    for name in _ARRAY_FIELDS:
+        x, y = getattr(a, name), getattr(b, name)
+        assert x.dtype == y.dtype and np.array_equal(x, y), name
+
+    def meta(g):
+        m = json.loads(json.dumps(g.meta))
+        for key in ("seconds", "cached"):
+            m["import"].pop(key, None)
+        return m
+    assert meta(a) == meta(b)
+
+
+@pytest.mark.parametrize("path", [EXAMPLE, NMT], ids=["example", "nmt_2l"])
+def test_a_cached_graph_equals_the_fresh_import(cache, path):
+    fresh = load_graph(path)
+    first = opgraph_cache.load_graph(path)   # imports and writes the entry
+    again = opgraph_cache.load_graph(path)   # reads it
+    assert "cached" not in first.meta["import"] and "cached" in again.meta["import"]
+    assert len(list(cache.glob("*.npz"))) == 1
+    same_graph(fresh, first)
+    same_graph(fresh, again)
+
+
+def test_the_same_bytes_elsewhere_hit_under_their_own_name(cache, tmp_path):
+    opgraph_cache.load_graph(EXAMPLE)
+    copy = tmp_path / "mine.pb"
+    shutil.copy(EXAMPLE, copy)
+    graph = opgraph_cache.load_graph(copy)
+    assert "cached" in graph.meta["import"]
+    assert graph.meta["name"] == "mine" and graph.meta["source"] == str(copy)
+    assert opgraph_cache.load_graph(copy, name="given").meta["name"] == "given"
+
+
+def test_changed_bytes_options_or_importer_miss(cache, tmp_path, monkeypatch):
+    opgraph_cache.load_graph(EXAMPLE)
+    assert "cached" not in opgraph_cache.load_graph(EXAMPLE, unknown_dim=2).meta["import"]
+    edited = tmp_path / "edited.pb"
+    edited.write_bytes(EXAMPLE.read_bytes() + b"\x12\x00")  # one more (empty) node: another file
+    assert opgraph_cache.entry_key(edited, edited.read_bytes(), {}) != opgraph_cache.entry_key(
+        EXAMPLE, EXAMPLE.read_bytes(), {})
+    monkeypatch.setattr(opgraph_cache, "importer_version", lambda: "a changed importer")
+    assert "cached" not in opgraph_cache.load_graph(EXAMPLE).meta["import"]
+    assert len(list(cache.glob("*.npz"))) == 3
+
+
+def test_the_importer_version_follows_its_sources():
+    version = opgraph_cache.importer_version()
+    assert version == opgraph_cache.importer_version()
+    from gplace.importer import IMPORTER_VERSION
+    assert version.startswith(f"{IMPORTER_VERSION}-")
+
+
+def test_a_corrupt_entry_is_imported_again_and_rewritten(cache):
+    opgraph_cache.load_graph(EXAMPLE)
+    (entry,) = cache.glob("*.npz")
+    entry.write_bytes(b"not a zip file")
+    graph = opgraph_cache.load_graph(EXAMPLE)
+    assert "cached" not in graph.meta["import"]
+    same_graph(graph, opgraph_cache.load_graph(EXAMPLE))
+
+
+def test_off_and_unwritable_folders_import_as_usual(tmp_path, monkeypatch):
+    monkeypatch.setenv(opgraph_cache.ENV, "off")
+    assert opgraph_cache.cache_folder() is None
+    assert "cached" not in opgraph_cache.load_graph(EXAMPLE).meta["import"]
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv(opgraph_cache.ENV, str(blocker / "cache"))  # cannot be made
+    assert opgraph_cache.load_graph(EXAMPLE).num_ops == 699
+
+
+def test_the_platform_folder(monkeypatch, tmp_path):
+    monkeypatch.delenv(opgraph_cache.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    if sys.platform.startswith("linux"):
+        assert opgraph_cache.cache_folder() == tmp_path / "gplace" / "opgraphs"
+
+
+def test_bad_input_is_still_refused_before_any_cache_work(cache, tmp_path):
+    from gplace.errors import GraphError
+    empty = tmp_path / "empty.pb"
+    empty.write_bytes(b"")
+    with pytest.raises(GraphError, match="empty"):
+        opgraph_cache.load_graph(empty)
+    assert not cache.exists()
+
+
+def test_placing_a_file_again_never_starts_tensorflow(cache, tmp_path):
+    env = {**os.environ, opgraph_cache.ENV: str(cache)}
+    code = ("import sys; from gplace.place import place; "
+            f"r = place({str(EXAMPLE)!r}, cluster='post-4gpu', progress=False); "
+            f"r.export({str(tmp_path / 'o')!r}); "
+            "print('tensorflow' in sys.modules, r.step_time_s)")
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.split() for _ in range(2)]
+    assert runs[0][0] == "True" and runs[1][0] == "False"
+    assert runs[0][1] == runs[1][1]

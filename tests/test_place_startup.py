@@ -1,0 +1,69 @@
+"""`gplace place` starts fast and places as before: the files of the example and two corpus
+graphs are byte for byte those of the pipeline that imported TensorFlow and torch_geometric
+for every run (the hashes below; a change that means to move placements updates them), and the
+default cluster is chosen without starting TensorFlow where it would see one device."""
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "gplace" / "examples" / "small_resnet.pb"
+CORPUS = ROOT / "datasets" / "corpus"
+
+# (model, options) -> sha256 prefixes of placement.json and placed.pb
+GOLDEN = {
+    ("example", "--cluster post-4gpu"): ("faa15f9caca53ba4", "e41fdcd44ce8cca2"),
+    ("example", "--cluster post-4gpu --finetune 50 --seed 3"): ("7c8809ba801324e7",
+                                                                 "4a9763b8a45f3064"),
+    ("lstm_lm_2l_h256", "--cluster post-4gpu --finetune 30"): ("819b914e803d9eb1",
+                                                               "008edf38a572dd88"),
+    ("nmt_2l", "--cluster hetero"): ("9f96b7a1d6f5d6c7", "30e8f4f18ef442ab"),
+}
+
+
+def model_path(name: str) -> Path:
+    return EXAMPLE if name == "example" else CORPUS / f"{name}.pb"
+
+
+def digests(out: Path) -> tuple[str, str]:
+    return tuple(hashlib.sha256((out / f).read_bytes()).hexdigest()[:16]
+                 for f in ("placement.json", "placed.pb"))
+
+
+def place_twice(tmp_path, name, options):
+    """The files of a first placement (OpGraph imported) and a second (read from the cache)."""
+    env_code = (f"import os, sys; os.environ['GPLACE_CACHE_DIR'] = {str(tmp_path / 'c')!r}; "
+                "from gplace.cli import main; sys.exit(main(sys.argv[1:]))")
+    runs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        subprocess.run([sys.executable, "-c", env_code, "place", str(model_path(name)),
+                        *options.split(), "--out", str(out), "--json"],
+                       check=True, capture_output=True)
+        runs.append(digests(out))
+    return runs
+
+
+def _case(name, options, marks=()):
+    return pytest.param(name, options, marks=marks, id=f"{name} {options}")
+
+
+@pytest.mark.parametrize("name,options", [
+    _case("example", "--cluster post-4gpu"),
+    _case("example", "--cluster post-4gpu --finetune 50 --seed 3", pytest.mark.slow),
+    _case("lstm_lm_2l_h256", "--cluster post-4gpu --finetune 30", pytest.mark.slow),
+    _case("nmt_2l", "--cluster hetero", pytest.mark.slow)])
+def test_the_files_are_byte_identical_to_before(tmp_path, name, options):
+    first, again = place_twice(tmp_path, name, options)
+    assert first == again == GOLDEN[(name, options)]
+
+
+def test_the_default_cluster_needs_tensorflow_only_when_it_may_see_more_than_a_cpu():
+    from gplace.cluster import load_cluster
+    from gplace.place import _tf_sees_one_device
+    if _tf_sees_one_device():
+        assert load_cluster("local").num_devices == 1
