@@ -245,7 +245,9 @@ def _symmetry(m: Model) -> None:
     p, cp = m.problem, m.cp
     cls = interchangeable(p.cluster)
     chains = [np.flatnonzero(cls == c).tolist() for c in np.unique(cls)]
-    chains = [ch for ch in chains if len(ch) > 1]
+    cost = m.problem.costs.time_s  # a cost profile may still tell the devices apart
+    chains = [ch for ch in chains
+              if len(ch) > 1 and all(np.array_equal(cost[:, ch[0]], cost[:, d]) for d in ch)]
     if not chains or p.num_units == 0:
         return
     for chain in chains:
