@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -110,6 +110,29 @@ class PlacementProblem:
 
     def single_device(self, device: int) -> np.ndarray:
         return np.full(self.num_units, device, np.int64)
+
+    def unit_traffic(self) -> UnitTraffic:
+        """The unit graph: one entry per ordered pair of distinct units that an edge (data or
+        control) joins, with the bytes its data edges carry (summed; integers, so exact)."""
+        g, u, n = self.graph, self.unit_of_op, max(self.num_units, 1)
+        src = np.concatenate([u[g.edge_src], u[g.ctrl_src]])
+        dst = np.concatenate([u[g.edge_dst], u[g.ctrl_dst]])
+        nbytes = np.concatenate([g.edge_bytes, np.zeros(g.num_control_edges, np.int64)])
+        is_data = np.concatenate([np.ones(g.num_edges, bool), np.zeros(g.num_control_edges, bool)])
+        keep = src != dst
+        pair, inv = np.unique(src[keep] * n + dst[keep], return_inverse=True)
+        total = np.bincount(inv, weights=nbytes[keep].astype(np.float64), minlength=pair.size)
+        data = np.bincount(inv, weights=is_data[keep], minlength=pair.size) > 0
+        return UnitTraffic(pair // n, pair % n, total, data)
+
+
+class UnitTraffic(NamedTuple):
+    """PlacementProblem.unit_traffic: ordered unit pairs, ascending by (src, dst)."""
+
+    src: np.ndarray     # (pairs,) int64
+    dst: np.ndarray     # (pairs,) int64
+    nbytes: np.ndarray  # (pairs,) float64: bytes of the pair's data edges
+    data: np.ndarray    # (pairs,) bool: a data edge joins them (else control edges only)
 
 
 def coarsen_units(graph: OpGraph, units: np.ndarray, weight: np.ndarray, max_units: int) -> np.ndarray:

@@ -44,3 +44,24 @@ def test_coarsening_never_splits_groups_and_reaches_the_limit():
     assert p.num_units == 16 and set(p.unit_of_op.tolist()) == set(range(16))
     for grp in np.unique(g.group):
         assert np.unique(p.unit_of_op[g.group == grp]).size == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_unit_traffic_sums_every_edge_between_two_units(seed):
+    g = random_dag(RandomDagConfig(ops=60, back_edges=3), seed)
+    rng = np.random.default_rng(seed)
+    g = g.replace(group=rng.integers(0, 12, g.num_ops))  # several ops per unit
+    p = PlacementProblem.build(g, load_cluster("post-4gpu"))
+    u = p.unit_of_op
+    want: dict[tuple[int, int], list] = {}
+    for s, d, b in zip(g.edge_src, g.edge_dst, g.edge_bytes):
+        if u[s] != u[d]:
+            want.setdefault((u[s], u[d]), [0, False])[0] += int(b)
+            want[(u[s], u[d])][1] = True
+    for s, d in zip(g.ctrl_src, g.ctrl_dst):
+        if u[s] != u[d]:
+            want.setdefault((u[s], u[d]), [0, False])
+    t = p.unit_traffic()
+    got = {(int(a), int(b)): [int(n), bool(k)] for a, b, n, k in zip(*t)}
+    assert got == {k: v for k, v in want.items()} and len(want) > 10
+    assert list(zip(t.src, t.dst)) == sorted(zip(t.src, t.dst))

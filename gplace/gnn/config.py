@@ -22,17 +22,26 @@ def _check(rules) -> None:
 
 @dataclass(frozen=True)
 class LearnConfig:
-    samples: int = 16            # K: placements rolled out per problem per step; 0: imitation
+    """Post's objective as fine-tuning runs it (its defaults); pretraining overrides them with
+    IMITATION. Temperature 0.25: picked on the 18 validation cases at 100 samples (geomean /
+    best heuristic: T=1 0.766, 0.5 0.748, 0.25 0.742, 0.1 0.749); an imitation-pretrained
+    policy is diffuse (1.1 nats per decision against 0.28 untrained on nmt_4l/hdp-8gpu), and
+    its samples at T=1 are mostly noise. lr 1e-3: picked on the 9 validation cases at 100
+    samples, 6 seeds (finetune/HISTORY.md): 0.717x the best heuristic against 0.736x at 1e-2
+    (3e-4: 0.716x; no learning: 0.730x); at 1e-2 Adam's first round moved the pretrained
+    policy 0.3-1.4 nats per decision and washed out what pretraining gave."""
+
+    samples: int = 10            # K: placements rolled out per problem per step; 0: imitation
                                  # of the elites only
-    ppo_epochs: int = 4          # gradient steps on each rollout (Post: ~10 for its table)
+    ppo_epochs: int = 2          # gradient steps on each rollout (Post: ~10 for its table)
     clip: float = 0.2            # PPO clip range, per decision
-    ce_weight: float = 1.0       # weight of the elite cross-entropy (per decision)
+    ce_weight: float = 0.1       # weight of the elite cross-entropy (per decision)
     entropy_coef: float = 0.01   # keeps exploration alive while the elites pull the policy
     elite_size: int = 4          # placements kept in each problem's elite set
     lr: float = 1e-3             # Adam learning rate
     w0_lr_scale: float = 10.0    # the global decision weights' learning rate / lr
                                  # (GNNPolicy.param_groups)
-    temperature: float = 1.0     # rollouts and the loss use softmax(logits / temperature)
+    temperature: float = 0.25    # rollouts and the loss use softmax(logits / temperature)
     dagger: float = 0.0          # weight of the cross-entropy towards the best elite along the
                                  # policy's own greedy schedule (learn.onpolicy_loss; DAgger,
                                  # Ross et al. 2011)
@@ -59,8 +68,8 @@ class LearnConfig:
 
 # The recipe of the shipped policy (pretrain/README.md): imitation of the experts only, along
 # their schedules and the policy's own, each decision weighted by its unit's work.
-IMITATION = dict(samples=0, ppo_epochs=1, ce_weight=1.0, elite_size=1, lr=1e-3, dagger=1.0,
-                 dagger_follow=0.5, ce_work=1.0)
+IMITATION = dict(samples=0, ppo_epochs=1, ce_weight=1.0, elite_size=1, lr=1e-3,
+                 temperature=1.0, dagger=1.0, dagger_follow=0.5, ce_work=1.0)
 
 
 @dataclass(frozen=True)
@@ -118,16 +127,7 @@ class PretrainConfig:
 
 @dataclass(frozen=True)
 class FinetuneConfig:
-    # temperature 0.25: picked on the 18 validation cases at 100 samples (geomean / best
-    # heuristic: T=1 0.766, 0.5 0.748, 0.25 0.742, 0.1 0.749); an imitation-pretrained policy is
-    # diffuse (1.1 nats per decision against 0.28 untrained on nmt_4l/hdp-8gpu), and its samples
-    # at T=1 are mostly noise. lr 1e-3: picked on the 9 validation cases at 100 samples, 6 seeds
-    # (finetune/HISTORY.md, the learning-rate side study): the pretrained pipeline
-    # 0.717x the best heuristic against 0.736x at 1e-2 (3e-4: 0.716x; no learning: 0.730x), the
-    # same on 6 more seeds and at 300 samples. At 1e-2 Adam's first round moved the pretrained
-    # policy 0.3-1.4 nats per decision: it washed out what pretraining gave.
-    learn: LearnConfig = field(default_factory=lambda: LearnConfig(
-        samples=10, ppo_epochs=2, lr=1e-3, ce_weight=0.1, temperature=0.25))
+    learn: LearnConfig = field(default_factory=LearnConfig)
     local_fraction: float = 0.8  # share of a round spent on local moves once ramped up
     local_start: float = 0.2     # local share of the first round
     local_ramp: int = 150        # samples over which the local share reaches local_fraction

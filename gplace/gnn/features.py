@@ -107,22 +107,15 @@ def unit_features(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
 
 
 def unit_edges(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
-    """Unit graph with summed bytes per (src unit, dst unit), both directions."""
-    g, u, n = problem.graph, problem.unit_of_op, problem.num_units
-    src = np.concatenate([u[g.edge_src], u[g.ctrl_src]])
-    dst = np.concatenate([u[g.edge_dst], u[g.ctrl_dst]])
-    nbytes = np.concatenate([g.edge_bytes, np.zeros(g.num_control_edges, np.int64)]).astype(float)
-    is_data = np.concatenate([np.ones(g.num_edges), np.zeros(g.num_control_edges)])
-    keep = src != dst
-    key = src[keep] * n + dst[keep]
-    uniq, inv = np.unique(key, return_inverse=True)
-    total = np.bincount(inv, weights=nbytes[keep], minlength=uniq.size)
-    data = np.bincount(inv, weights=is_data[keep], minlength=uniq.size) > 0
-    s, d = uniq // n, uniq % n
-    fwd = np.stack([_log(total, 10), (~data).astype(np.float32), np.ones(uniq.size, np.float32)], 1)
+    """The unit graph (PlacementProblem.unit_traffic) in both directions: log bytes, control
+    only, forward."""
+    t = problem.unit_traffic()
+    fwd = np.stack([_log(t.nbytes, 10), (~t.data).astype(np.float32),
+                    np.ones(t.src.size, np.float32)], 1)
     bwd = fwd.copy()
     bwd[:, 2] = 0.0
-    edge_index = np.concatenate([np.stack([s, d]), np.stack([d, s])], axis=1).astype(np.int64)
+    edge_index = np.concatenate([np.stack([t.src, t.dst]), np.stack([t.dst, t.src])],
+                                axis=1).astype(np.int64)
     return edge_index, np.concatenate([fwd, bwd]).astype(np.float32)
 
 

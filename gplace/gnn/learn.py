@@ -25,13 +25,11 @@ import gplace.post as post
 from gplace.gnn.config import LearnConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.policy import FeatureTensors, GNNPolicy, Scores
-from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, MIXED_SAMPLE, SAMPLE,
-                                 Rollouts, build_sched, rollout)
+from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MASKED, MIXED, MIXED_SAMPLE,
+                                 SAMPLE, Rollouts, build_sched, rollout)
 from gplace.measure import Measurer, overlap
 from gplace.sim.measurer import SimMeasurer
 from gplace.problem import PlacementProblem
-
-MASKED = -1e9  # logit of a device the unit does not fit on (finite: no 0 * inf in entropies)
 
 
 class Elite(NamedTuple):

@@ -40,6 +40,7 @@ from gplace.gnn.experts import cached_experts, expert_folder, expert_name, searc
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
+from gplace.io import read_checkpoint
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
@@ -273,7 +274,7 @@ def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
     path = getattr(callback, "best_model_path", "")
     if not path or not Path(path).exists():
         return None
-    state = torch.load(path, map_location="cpu", weights_only=True)["state_dict"]
+    state = read_checkpoint(path, "Lightning checkpoint")["state_dict"]
     policy.load_state_dict({k[len("policy."):]: v for k, v in state.items()
                             if k.startswith("policy.")})
     return Path(path).name, float(callback.best_model_score)
@@ -282,7 +283,7 @@ def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
 def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = None) -> Path:
     """Writes the policy of a Lightning checkpoint of this module (e.g. ``best-step=...ckpt``
     or ``last.ckpt``) as a policy file that ``gplace.load`` reads."""
-    record = torch.load(ckpt, map_location="cpu", weights_only=True)
+    record = read_checkpoint(ckpt, "Lightning checkpoint")
     cfg = record["hyper_parameters"]["config"]
     policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"])
     policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()

@@ -37,6 +37,9 @@ from gplace.problem import PlacementProblem
 
 DYN_FEATURES = 8
 SAMPLE, GREEDY, FORCED, MIXED, MIXED_SAMPLE = 0, 1, 2, 3, 4  # rollout modes
+# The logit of a device the unit does not fit on, here and in gplace.gnn.learn's loss: finite,
+# so that no 0 * inf reaches an entropy; its softmax weight is exactly 0 in float64.
+MASKED = -1e9
 
 
 class SchedArrays(NamedTuple):
@@ -116,11 +119,9 @@ def _rank_order(view, rank: np.ndarray) -> np.ndarray:
 
 def _unit_adjacency(problem: PlacementProblem):
     """CSR over units: every other unit a unit exchanges data with, and the bytes (summed over
-    both directions)."""
-    g, u, nu = problem.graph, problem.unit_of_op, problem.num_units
-    a, b = u[g.edge_src], u[g.edge_dst]
-    keep = a != b
-    a, b, w = a[keep], b[keep], g.edge_bytes[keep].astype(np.float64)
+    both directions), from PlacementProblem.unit_traffic."""
+    t, nu = problem.unit_traffic(), problem.num_units
+    a, b, w = t.src[t.data], t.dst[t.data], t.nbytes[t.data]
     src, dst, w = np.concatenate([a, b]), np.concatenate([b, a]), np.concatenate([w, w])
     key, inv = np.unique(src * max(nu, 1) + dst, return_inverse=True)
     total = np.bincount(inv, weights=w, minlength=key.size)
@@ -272,7 +273,7 @@ def _choose(s, w, phi, mask, mode, u):
         x = s[d]
         for f in range(w.shape[0]):
             x += w[f] * phi[d, f]
-        logits[d] = x if mask[d] else -np.inf
+        logits[d] = x if mask[d] else MASKED
         if mask[d] and (best < 0 or logits[d] > logits[best]):
             best = d
     if mode == GREEDY:

@@ -100,7 +100,7 @@ def test_onpolicy_imitation_makes_the_elite_the_greedy_placement():
         opt.step()
     after = (greedy(policy, st) == target).mean()
     assert before < 0.5 and after > 0.9
-    cfg = LearnConfig(ce_weight=0.0, dagger=1.0)
+    cfg = LearnConfig(ce_weight=0.0, dagger=1.0, temperature=1.0)
     with torch.no_grad():
         assert float(loss(policy, st, None, cfg)) == float(
             onpolicy_loss(policy(st.features), st, cfg.dagger_follow, 0))
