@@ -5,10 +5,12 @@ report written) on the bundled example, the first time a file is placed (an empt
 cache) and again (its cache entry written), and `gplace place` on InceptionV3 b32 with
 `--finetune 300` both ways.
 
-    .venv/bin/python benchmarks/startup.py [--repeats 3] [--skip-large]
+    .venv/bin/python benchmarks/startup.py [--repeats 3] [--skip-large] [--tree DIR]
 
 Prints the median and min wall time and the largest peak RSS per command, and the load average
-before and after, since the figures scale with what else runs on the cores.
+before and after, since the figures scale with what else runs on the cores. ``--tree DIR``
+runs the gplace package of another source tree with this environment, e.g. an earlier commit
+(``git archive COMMIT gplace | tar -x -C DIR``), for a before/after comparison.
 """
 
 from __future__ import annotations
@@ -27,9 +29,12 @@ EXAMPLE = ROOT / "gplace" / "examples" / "small_resnet.pb"
 INCEPTION = ROOT / "datasets" / "corpus" / "inception_v3_b32.pb"
 
 
-def run(args: list[str], cwd: str, cache: str) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MB) of ``python -m gplace ARGS`` in a fresh process."""
+def run(args: list[str], cwd: str, cache: str, tree: str | None) -> tuple[float, float]:
+    """(wall seconds, peak RSS in MB) of ``python -m gplace ARGS`` in a fresh process, with
+    the gplace of ``tree`` (None: the installed one)."""
     env = {**os.environ, "GPLACE_CACHE_DIR": cache}
+    if tree:
+        env["PYTHONPATH"] = tree
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "gplace", *args], cwd=cwd, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -41,15 +46,16 @@ def run(args: list[str], cwd: str, cache: str) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 1024  # kB on Linux
 
 
-def measure(name: str, argv: list[str], cwd: str, repeats: int, cached: bool) -> None:
+def measure(name: str, argv: list[str], cwd: str, repeats: int, cached: bool,
+            tree: str | None) -> None:
     """One untimed run, then ``repeats`` timed: with ``cached`` all share one cache folder
     (the file was placed before), else each gets an empty one (the first time)."""
     with tempfile.TemporaryDirectory() as shared:
-        run(argv, cwd, shared)
+        run(argv, cwd, shared, tree)
         runs = []
         for _ in range(repeats):
             with tempfile.TemporaryDirectory() as empty:
-                runs.append(run(argv, cwd, shared if cached else empty))
+                runs.append(run(argv, cwd, shared if cached else empty, tree))
     times = [t for t, _ in runs]
     print(f"{name}: median {statistics.median(times):.2f} s, min {min(times):.2f} s over "
           f"{repeats}; peak RSS {max(m for _, m in runs):,.0f} MB", flush=True)
@@ -64,7 +70,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-large", action="store_true", help="only the bundled example")
+    parser.add_argument("--tree", default=None, help="run the gplace package of this tree")
     args = parser.parse_args()
+    tree = str(Path(args.tree).resolve()) if args.tree else None
+    print(f"gplace from {tree or ROOT}")
     print(f"load average at start: {load()}", flush=True)
     place = ["place", str(EXAMPLE), "--out", "o"]
     large = ["place", str(INCEPTION), "--finetune", "300", "--out", "o"]
@@ -77,7 +86,7 @@ def main() -> None:
                      ("gplace place inception_v3_b32 --finetune 300, placed before", large, True)]
     with tempfile.TemporaryDirectory() as d:
         for name, argv, cached in commands:
-            measure(name, argv, d, args.repeats, cached)
+            measure(name, argv, d, args.repeats, cached, tree)
     print(f"load average at the end: {load()}")
 
 
