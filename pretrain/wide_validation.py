@@ -6,7 +6,7 @@ nowhere else (48 problems; pretrain/README.md quotes it). Simulated: estimates.
 """
 import sys, numpy as np, torch
 from gplace.gnn.corpus import list_corpus
-from gplace.gnn.pretrain import cluster_of, build_state, zero_shot_time
+from gplace.gnn.pretrain import cluster_of, build_state, greedy_time
 from gplace.gnn.policy import GNNPolicy
 
 
@@ -26,7 +26,7 @@ if __name__ == "__main__":
     for e, c in wide_problems():
         st = build_state(e, cluster_of(c), 1)
         for p, pol in pols.items():
-            res[p].append(zero_shot_time(pol, st) / st.ref_time_s)
+            res[p].append(greedy_time(pol, st) / st.ref_time_s)
     for p, r in res.items():
         r = np.array(r)
         print(f"{p:50s} geomean {np.exp(np.log(r).mean()):.4f}  <=1: {(r <= 1 + 1e-9).mean():.2f}  n={len(r)}")

@@ -11,13 +11,13 @@ from gplace.io import atomic_write_text
 
 
 def validation_rows(run: Path) -> list[tuple[int, float, float]]:
-    """(step, zero-shot / best heuristic, share at or below 1) of every validation in the
+    """(step, greedy / best heuristic, share at or below 1) of every validation in the
     Lightning CSV logs of one round's folder."""
     rows = {}
     for path in sorted((run / "csv").glob("version_*/metrics.csv")):
         for row in csv.DictReader(path.open()):
-            if row.get("val/zero_shot_vs_heuristic"):
-                rows[int(row["step"]) + 1] = (float(row["val/zero_shot_vs_heuristic"]),
+            if row.get("val/greedy_vs_heuristic"):
+                rows[int(row["step"]) + 1] = (float(row["val/greedy_vs_heuristic"]),
                                               float(row.get("val/share_at_or_below") or "nan"))
     return [(s, g, share) for s, (g, share) in sorted(rows.items())]
 
@@ -29,7 +29,7 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
     lines = [f"# Policy card: round {best.round} of `gplace pretrain --corpus {cfg.corpus}`", "",
              "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "
              "training problem from the round's starting policy, imitates the best expert of "
-             "each, and validates the greedy zero-shot placement of every validation problem "
+             "each, and validates the greedy placement of every validation problem "
              "against its best cheap heuristic (geometric mean). Step times are simulated "
              "(measured CPU profiles where the corpus has them, the roofline model otherwise): "
              "estimates, not hardware measurements.", "",
@@ -45,7 +45,7 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
                      f"{r.searched} | {r.experts_vs_heuristic:.4f} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
     lines += ["", f"Round {best.round}'s validations:", "",
-              "| step | zero-shot / best heuristic | at or below 1 |", "|---|---|---|"]
+              "| step | greedy / best heuristic | at or below 1 |", "|---|---|---|"]
     lines += [f"| {s} | {g:.4f} | {share:.0%} |"
               for s, g, share in validation_rows(run_dir / f"round{best.round}")]
     lines += ["", "Configuration:", "", "```"]

@@ -46,7 +46,7 @@ class RoundResult(NamedTuple):
     start: str | None               # the checkpoint its experts were searched from
     searched: int                   # expert searches run in this round (all ranks)
     experts_vs_heuristic: float     # geomean over the training problems (simulated)
-    val: float                      # best validation zero-shot / best heuristic (geomean)
+    val: float                      # best validation greedy / best heuristic (geomean)
     selected: str                   # the validation checkpoint it ships
     seconds: float                  # wall time of the round
     policy: str                     # the round's policy file
@@ -88,7 +88,7 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
             _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log)
         results.append(RoundResult(**json.loads((folder / RESULT).read_text())))
         r = results[-1]
-        print(f"pretrain: round {k} done: validation {r.val:.4f} (zero-shot / best heuristic; "
+        print(f"pretrain: round {k} done: validation {r.val:.4f} (greedy / best heuristic; "
               f"{r.selected}), experts {r.experts_vs_heuristic:.4f}x the best heuristic, "
               f"{r.searched} searched, {r.seconds:.0f} s", file=log, flush=True)
     best = min(results, key=lambda r: r.val)
@@ -139,7 +139,7 @@ def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> 
             k, None if start is None else str(start), sum(r[3] for r in rows),
             _geomean([r[1] / r[2] for r in rows]) if rows else float("nan"),
             # inf: no validation ran (max_steps < val_every)
-            float(meta.get("val_zero_shot_vs_heuristic") or np.inf), meta["selected"],
+            float(meta.get("val_greedy_vs_heuristic") or np.inf), meta["selected"],
             round(time.perf_counter() - began, 1), str(policy))
         atomic_write_text(folder / RESULT, json.dumps(result._asdict(), indent=1))
     _barrier()
@@ -214,12 +214,12 @@ class ProgressLines(L.Callback):
         self.k, self.max_steps, self.stream, self.best = k, max_steps, log, np.inf
 
     def on_validation_end(self, trainer, module) -> None:
-        val = trainer.callback_metrics.get("val/zero_shot_vs_heuristic")
+        val = trainer.callback_metrics.get("val/greedy_vs_heuristic")
         if val is None or not trainer.is_global_zero:
             return
         self.best = min(self.best, float(val))
         print(f"pretrain: round {self.k} step {module.step}/{self.max_steps}: validation "
-              f"{float(val):.4f} (best {self.best:.4f}; zero-shot / best heuristic, geomean)",
+              f"{float(val):.4f} (best {self.best:.4f}; greedy / best heuristic, geomean)",
               file=self.stream, flush=True)
 
 

@@ -126,7 +126,8 @@ def decision_logp(scores: Scores, ro: Rollouts,
 
 
 def greedy(policy: GNNPolicy, state: ProblemState) -> np.ndarray:
-    """The zero-shot placement: every decision takes the most likely device. No samples."""
+    """The greedy placement: every decision takes the most likely device. No samples (the
+    zero-shot placement, GNNPlacer.zero_shot, is the best of it and sampled rollouts)."""
     with torch.no_grad():
         s, w = policy(state.features).numpy()
     return rollout(state.sched, s, w, GREEDY).placements[0]

@@ -49,9 +49,9 @@ def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
     out = run_pretrain(config(corpus, 3), tmp_path / "p.pt", tmp_path / "runs", progress=False)
     placer = gplace.load(out)
     assert placer.meta["steps"] == 3 and len(placer.meta["train_problems"]) == 4
-    assert placer.meta["val_zero_shot_vs_heuristic"] > 0
+    assert placer.meta["val_greedy_vs_heuristic"] > 0
     csv = next((tmp_path / "runs" / "csv").glob("version_*/metrics.csv")).read_text()
-    assert "train/loss" in csv and "val/zero_shot_vs_heuristic" in csv
+    assert "train/loss" in csv and "val/greedy_vs_heuristic" in csv
     assert any((tmp_path / "runs" / "tb").rglob("events.out.tfevents.*"))
 
 
