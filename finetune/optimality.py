@@ -329,6 +329,23 @@ def bound_term(b: dict) -> str:
     return names[max(names, key=lambda k: b[k])]
 
 
+def open_gap_line(rows: list[dict]) -> str:
+    """Where the optimum is not known: how far the best placement found is above the bound."""
+    rest = [r for r in rows if not certified(r)]
+    if not rest:
+        return ""
+    gap = np.array([best_known(r) / proven_bound(r) for r in rest])
+    relaxed = [r for r in rest if relaxed_optimal(r)]
+    return (f"On the other {len(rest)} cases (CP-SAT optimal on {len(relaxed)}) the optimum lies "
+            f"between the proven bound and the best placement any method found, which is "
+            f"{geomean(gap):.3f}x the bound (geomean; median {np.median(gap):.3f}, worst "
+            f"{gap.max():.3f}).")
+
+
+def best_known(r: dict) -> float:
+    return min(methods(r).values())
+
+
 def small_bound_line(rows: list[dict]) -> str:
     ok = [r for r in rows if certified(r)]
     if not ok:
@@ -358,10 +375,15 @@ def bound_table(records: dict[str, dict]) -> str:
     before = [geomean(r["method_s"]) / r["bounds"]["simple_s"] for r in rows]
     after = [geomean(r["method_s"]) / r["bounds"]["bound_s"] for r in rows]
     closer = sum(a < b_ for a, b_ in zip(after, before))
+    lowest = min(min(r["method_s"]) / r["bounds"]["bound_s"] for r in rows)
+    same = sum(abs(r["old_bound_csv_s"] / r["bounds"]["simple_s"] - 1) < 1e-9 for r in rows)
     out.append(f"\n`{TEST_METHOD}` over the bound, geomean over the {len(rows)} cases: "
                f"**{geomean(before):.3f}x the simple bound, {geomean(after):.3f}x the tight one** "
                f"(range {min(before):.2f}-{max(before):.2f}x before, {min(after):.2f}-"
-               f"{max(after):.2f}x after); the tight bound is closer on {closer} of {len(rows)}.")
+               f"{max(after):.2f}x after); the tight bound is closer on {closer} of {len(rows)}. "
+               f"It is below every seed's `{TEST_METHOD}` (the closest is {lowest:.3f}x it); the "
+               f"simple bound is the `lower bound` of finetune/results_test.csv on {same} of "
+               f"{len(rows)} cases.")
     return "\n".join(out)
 
 
@@ -397,7 +419,8 @@ def write_page(records: dict[str, dict]) -> None:
         f"## Against the proven bound (all {len(rows)} small cases)\n",
         ratio_table(rows, proven_bound, "proven bound") + "\n",
         "## The solver's makespan and the simulator\n", agreement(rows) + "\n",
-        certified_gap_line(rows) + "\n", small_bound_line(rows) + "\n",
+        certified_gap_line(rows) + "\n", open_gap_line(rows) + "\n",
+        small_bound_line(rows) + "\n",
         "## Per case\n", case_table(rows) + "\n",
         "## The tight bound on the test split (full granularity)\n", bound_table(records) + "\n",
         "Rebuilt by `.venv/bin/python -m finetune.optimality --page-only` from "
