@@ -81,6 +81,15 @@ def _lean_conv(seq: nn.Sequential) -> nn.Module:
     return GINE(seq, edge_dim=EDGE_FEATURES)
 
 
+def _autocast() -> tuple[bool, ...]:
+    return tuple(torch.is_autocast_enabled(d) for d in ("cpu", "cuda"))
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Two forward keys (features, training, autocast, weights) name the same computation."""
+    return a[0] is b[0] and a[1:] == b[1:]
+
+
 def _zero_last(seq: nn.Sequential) -> nn.Sequential:
     nn.init.zeros_(seq[-1].weight)
     nn.init.zeros_(seq[-1].bias)
@@ -118,19 +127,36 @@ class GNNPolicy(nn.Module):
         return [{"params": rest, "lr": lr}, {"params": [self.w0], "lr": lr * w0_lr_scale}]
 
     def forward(self, f: FeatureTensors) -> Scores:
-        """The scores of ``f``. Without gradients, a call with the same features object and
-        weights as the last such call returns that call's scores (fine-tuning samples and then
-        moves the best placement between two weight updates: one forward less per round)."""
+        """The scores of ``f``. Without gradients they are computed with their graph kept, and
+        a call with the same features object, weights and mode as the last one gets the same
+        scores: detached when gradients are off, and once with the graph when they are on.
+        Fine-tuning scores its policy samples, its local moves and its first update at one set
+        of weights, so a round computes two forwards instead of three (the same numbers)."""
+        key = (f, self.training, _autocast(), self._weights())
+        last = getattr(self, "_last", None)  # (key, scores with their graph or None, detached)
+        hit = last is not None and _same(last[0], key)
         if torch.is_grad_enabled():
+            if hit and last[1] is not None:
+                self._last = (last[0], None, last[2])  # a graph serves one backward pass
+                return last[1]
             return self._scores(f)
-        weights = torch.cat([p.detach().reshape(-1) for p in self.parameters()])
-        last = getattr(self, "_last", None)  # (features, training, weights, scores)
-        if (last is not None and last[0] is f and last[1] == self.training
-                and torch.equal(last[2], weights)):
-            return last[3]
-        scores = self._scores(f)
-        self._last = (f, self.training, weights, scores)
+        if hit:
+            return last[2]
+        graph = None
+        trainable = any(p.requires_grad for p in self.parameters())
+        if trainable and not torch.is_inference_mode_enabled():
+            with torch.enable_grad():
+                graph = self._scores(f)
+            scores = Scores(graph.s.detach(), graph.w.detach())
+        else:
+            scores = self._scores(f)
+        self._last = (key, graph, scores)
         return scores
+
+    def _weights(self) -> tuple:
+        """Which tensors hold the weights and how often each was changed in place (an
+        optimizer step, a load, a swap and back): equal only when nothing touched them."""
+        return tuple((id(p), p._version) for p in self.parameters())
 
     def __getstate__(self):
         """Copies and pickles leave the last scores behind (they belong to one problem)."""
