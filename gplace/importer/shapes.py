@@ -189,9 +189,18 @@ def _from_static(graph_def, static: dict[str, list]) -> ShapeInfo:
         pairs = static.get(node.name)
         if pairs and len(pairs) >= len(info.shapes[k]):
             recorded = info.shapes[k] + [None] * (len(pairs) - len(info.shapes[k]))
-            info.dtypes[k] = [tf_dtypes.as_dtype(d).name for d, _ in pairs]
+            info.dtypes[k] = [_name_of(tf_dtypes, d) for d, _ in pairs]
             info.shapes[k] = [_more_known(r, s) for r, (_, s) in zip(recorded, pairs)]
     return info
+
+
+def _name_of(tf_dtypes, number: int) -> str:
+    """A dtype number's name; float32 for one TF has no dtype for (grappler reports 0,
+    DT_INVALID, for an output whose type attr is missing), as :func:`_dtype_name`."""
+    try:
+        return tf_dtypes.as_dtype(number).name
+    except TypeError:
+        return "float32"
 
 
 def _more_known(a, b):
