@@ -22,7 +22,7 @@ from gplace.importer import colocation, flops as flops_mod, functions, inputs, s
 from gplace.importer.reader import read_graph_def
 from gplace.tfimport import tensorflow
 
-IMPORTER_VERSION = 2  # bump when imported graphs change (caches key on it); 2: loop colocation
+IMPORTER_VERSION = 3  # bump when imported graphs change (caches key on it)
 NEXT_ITERATION = ("NextIteration", "RefNextIteration")
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
 BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),

@@ -14,6 +14,11 @@ output (or largest input) element count ``n``:
 - depthwise convolution gradients: 2 x out_backprop elements x kernel height x width;
 - optimizer apply ops (ApplyGradientDescent, ApplyMomentum, ApplyAdam, ...): the gradient's
   elements x the update's arithmetic (2 for SGD, 4 momentum, 6 RMSProp, 10 Adam);
+- random numbers (RandomUniform, RandomStandardNormal, TruncatedNormal and their stateless
+  forms): 4 per uniform, 12 per normal, 16 per truncated normal output element (the counter
+  hash and the transform);
+- FFTs: 5 n log2(m) for n complex elements transformed over m points (Cooley-Tukey);
+- CropAndResize and its gradients: 8 per interpolated element (bilinear weights);
 - data movement (Identity, Reshape, Const, Cast, Concat, Gather, ...) and unknown ops: 0 FLOPs;
   their cost comes from the bytes they move (the cost model's memory term).
 """
@@ -28,7 +33,9 @@ import numpy as np
 TRANSCENDENTAL = {"Exp", "Log", "Log1p", "Expm1", "Tanh", "Sigmoid", "Sqrt", "Rsqrt", "Erf",
                   "Elu", "Selu", "Softplus", "Softsign", "Sin", "Cos", "Pow", "Gelu",
                   "TanhGrad", "SigmoidGrad", "EluGrad", "SeluGrad", "SoftplusGrad", "SqrtGrad",
-                  "RsqrtGrad", "Reciprocal", "ReciprocalGrad", "Inv", "InvGrad", "LeakyRelu"}
+                  "RsqrtGrad", "Reciprocal", "ReciprocalGrad", "Inv", "InvGrad", "LeakyRelu",
+                  "Erfc", "Erfinv", "Tan", "Atan", "Atan2", "Asin", "Acos", "Sinh", "Cosh",
+                  "Asinh", "Acosh", "Atanh", "Lgamma", "Digamma", "Ndtri"}
 ELEMENTWISE = {"Add", "AddV2", "Sub", "Mul", "Div", "RealDiv", "DivNoNan", "FloorDiv", "FloorMod",
                "Maximum", "Minimum", "Neg", "Abs", "Square", "SquaredDifference", "Relu",
                "Relu6", "ReluGrad", "Relu6Grad", "LeakyReluGrad", "BiasAdd", "Sign", "Floor",
@@ -41,7 +48,17 @@ PER_ELEMENT = {"FusedBatchNorm": 10, "FusedBatchNormV2": 10, "FusedBatchNormV3":
                "FusedBatchNormGrad": 12, "FusedBatchNormGradV2": 12, "FusedBatchNormGradV3": 12,
                "Softmax": 5, "LogSoftmax": 5,
                "SparseSoftmaxCrossEntropyWithLogits": 8, "SoftmaxCrossEntropyWithLogits": 8,
-               "LRN": 10, "LRNGrad": 12}
+               "LRN": 10, "LRNGrad": 12,
+               "RandomUniform": 4, "RandomUniformInt": 4, "StatelessRandomUniform": 4,
+               "StatelessRandomUniformV2": 4, "StatelessRandomUniformInt": 4,
+               "StatelessRandomUniformIntV2": 4, "RandomStandardNormal": 12,
+               "StatelessRandomNormal": 12, "StatelessRandomNormalV2": 12,
+               "TruncatedNormal": 16, "StatelessTruncatedNormal": 16,
+               "StatelessTruncatedNormalV2": 16, "CropAndResize": 8,
+               "CropAndResizeGradImage": 8, "CropAndResizeGradBoxes": 8}
+# FFT ops: how many trailing dimensions each transforms.
+FFT_DIMS = {"FFT": 1, "IFFT": 1, "RFFT": 1, "IRFFT": 1, "FFT2D": 2, "IFFT2D": 2, "RFFT2D": 2,
+            "IRFFT2D": 2, "FFT3D": 3, "IFFT3D": 3, "RFFT3D": 3, "IRFFT3D": 3}
 APPLY = {"GradientDescent": 2, "Momentum": 4, "KerasMomentum": 4, "Adagrad": 4, "AdagradV2": 4,
          "RMSProp": 6, "CenteredRMSProp": 8, "Adam": 10, "AdaMax": 10, "Adadelta": 8,
          "Ftrl": 12, "FtrlV2": 12, "ProximalGradientDescent": 4, "ProximalAdagrad": 6}
@@ -67,6 +84,8 @@ def estimate(op_type: str, out_shapes: list, in_shapes: list, attrs, unknown_dim
         return float(n_in)
     if op_type in PER_ELEMENT:
         return float(PER_ELEMENT[op_type] * max(n_out, n_in))
+    if op_type in FFT_DIMS:
+        return _fft_flops(FFT_DIMS[op_type], out_shapes + in_shapes, unknown_dim)
     if op_type == "Einsum":
         return _einsum_flops(attrs, in_shapes, unknown_dim)
     if op_type.startswith("DepthwiseConv2dNativeBackprop") and len(in_shapes) == 3:
@@ -77,6 +96,17 @@ def estimate(op_type: str, out_shapes: list, in_shapes: list, attrs, unknown_dim
     if match and match.group(1) in APPLY:
         return float(APPLY[match.group(1)] * n_in)
     return 0.0
+
+
+def _fft_flops(dims: int, shapes: list, unknown_dim: int) -> float:
+    """5 n log2(m) over the largest of ``shapes`` (the complex side), m the points of its last
+    ``dims`` dimensions."""
+    known = [s for s in shapes if s is not None and len(s) >= dims]
+    if not known:
+        return 0.0
+    shape = max(known, key=lambda s: elements(s, unknown_dim))
+    points = elements(shape[len(shape) - dims:], unknown_dim)
+    return 5.0 * elements(shape, unknown_dim) * math.log2(points) if points > 1 else 0.0
 
 
 def _einsum_flops(attrs, in_shapes, unknown_dim) -> float:
