@@ -70,8 +70,8 @@ class OptimalConfig:
     time_limit_s: float = 60.0  # CP-SAT wall-clock limit; the best placement found is returned
     workers: int = 2            # CP-SAT search workers (threads); 1-2 on a shared machine
     resolution: int = 200_000   # integer time units in the horizon: rounding costs < one unit
-                                # per task on a chain (~0.05% for 100 tasks); CP-SAT's time
-                                # on 40-60-op DAGs is the same as at 20,000
+                                # per task on a chain (~0.05% for 100 tasks); CP-SAT was no
+                                # slower than at 20,000 on the 40-op DAGs tried
     links: bool = True          # channels serialize transfers (NoOverlap per channel)
     max_tasks: int = 50_000     # refuse models with more (op, device) intervals than this
     polish: int = 400           # simulated one-unit moves (hill climbing) from the best
