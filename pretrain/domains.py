@@ -1,0 +1,294 @@
+"""Leave one domain out: does pretraining carry to architectures it has not seen?
+
+    nice .venv/bin/python -m pretrain.domains              # runs what is missing, then the page
+    .venv/bin/python -m pretrain.domains --page-only       # the page from the records alone
+
+The families of pretrain/corpus139 fall into the domains of DOMAINS (the rest, OTHER, always
+trains). For each domain D: ``gplace pretrain`` on the training and validation graphs outside
+D, at a smaller budget than the shipped policy (one round imitating the archived experts of
+pretrain/corpus139/experts.npz, the preset clusters only, ``--max-steps`` steps), then, on
+held-out graphs of D (the median-sized graph of each of D's families, at most EVAL_GRAPHS) and
+CLUSTERS, at full granularity as ``gplace place`` builds the problem, seeds SEEDS:
+
+* ``best heuristic``: the best cheap heuristic (no samples);
+* ``zero-shot`` and ``ft 100`` (100 fine-tuning samples, no heuristic starts) of the policy
+  pretrained without D, of the same network freshly initialized (the ablation) and of the
+  shipped policy (pretrained with D's families: what relatives in the corpus add).
+
+Runs live in runs/domains/<domain>/ (rerun to resume); records go to pretrain/domains.jsonl,
+one per finished case; the page is pretrain/DOMAINS.md. Every step time is simulated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+CORPUS = HERE / "corpus139"
+RUNS = ROOT / "runs" / "domains"
+RECORDS = HERE / "domains.jsonl"
+PAGE = HERE / "DOMAINS.md"
+DOMAINS = {
+    "convolutional": ("inception", "resnet", "resnet_gen", "densenet", "xception", "convnext",
+                      "efficientnet", "efficientnet_v2", "mobilenet", "nasnet", "nas_cell",
+                      "randwire_conv", "regnet", "unet", "vgg", "multibranch", "wavenet"),
+    "recurrent": ("lstm_lm", "gru_lm", "nmt", "rnn_loop", "rnn_unrolled"),
+    "attention": ("transformer", "bert", "gpt", "attn_stack", "moe", "mlp_mixer"),
+    "recommendation": ("dcn", "dlrm", "two_tower", "wide_deep"),
+}
+OTHER = ("mlp", "vae", "gnn", "randwire_mlp")  # never held out
+CLUSTERS = ("post-4gpu", "hetero", "hdp-8gpu")  # hdp-8gpu: unseen by every policy here
+EVAL_GRAPHS = 4
+EVAL_MAX_OPS = 6000
+STEPS = 800
+SEED = 0     # of the corpus draw and of each pretraining run
+SEEDS = (0, 1, 2)  # of the untrained network and of fine-tuning, per held-out case
+
+
+def manifest_rows() -> list[dict]:
+    return yaml.safe_load((CORPUS / "manifest.yaml").read_text())["graphs"]
+
+
+def domain_of(family: str) -> str:
+    for d, families in DOMAINS.items():
+        if family in families:
+            return d
+    if family in OTHER:
+        return "other"
+    raise KeyError(f"family {family!r} is in no domain of pretrain/domains.py")
+
+
+def held_out(domain: str) -> list[dict]:
+    """The median-sized graph of each of the domain's families (of its graphs with at most
+    EVAL_MAX_OPS ops), the EVAL_GRAPHS smallest of these."""
+    by_family: dict[str, list[dict]] = {}
+    for r in manifest_rows():
+        if domain_of(r["family"]) == domain and r["ops"] <= EVAL_MAX_OPS:
+            by_family.setdefault(r["family"], []).append(r)
+    medians = [sorted(rs, key=lambda r: (r["ops"], r["name"]))[(len(rs) - 1) // 2]
+               for rs in by_family.values()]
+    return sorted(medians, key=lambda r: (r["ops"], r["name"]))[:EVAL_GRAPHS]
+
+
+def write_corpus(domain: str) -> Path:
+    """runs/domains/<domain>/corpus/manifest.yaml: corpus139's training and validation graphs
+    outside the domain (the test split stays out, as for the shipped policy)."""
+    folder = RUNS / domain / "corpus"
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = [r for r in manifest_rows()
+            if r["split"] in ("train", "validation") and domain_of(r["family"]) != domain]
+    corpus_dir = os.path.relpath((CORPUS / "../../datasets/corpus").resolve(), folder)
+    text = yaml.safe_dump({"corpus_dir": corpus_dir, "graphs": rows}, sort_keys=False)
+    path = folder / "manifest.yaml"
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return folder
+
+
+def pretrain(domain: str, steps: int, log) -> Path:
+    """The policy pretrained without the domain (resumed where a run stopped)."""
+    out = RUNS / domain / "policy.pt"
+    if out.exists():
+        return out
+    corpus = write_corpus(domain)
+    cmd = [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus),
+           "--restore", str(CORPUS / "experts.npz"), "--random-clusters", "0", "--rounds", "1",
+           "--max-steps", str(steps), "--seed", str(SEED), "--out", str(out), "--no-progress"]
+    print(f"domains: {domain}: {' '.join(cmd[1:])}", file=log, flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=log, stderr=log)
+    print(f"domains: {domain}: pretrained in {time.perf_counter() - t0:.0f} s", file=log,
+          flush=True)
+    return out
+
+
+def evaluate(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
+    """Every figure of the module docstring for one held-out case and seed."""
+    from finetune.study import build_case
+    from gplace.gnn.corpus import list_corpus
+    from gplace.gnn.placer import GNNPlacer
+    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
+    problem, m, heur, bound = build_case(entry, cluster)
+    feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
+    rec = {"graph": row["name"], "family": row["family"], "cluster": cluster, "seed": seed,
+           "units": problem.num_units, "best heuristic": min(feasible.values()),
+           "lower bound": bound}
+    for tag, net in networks(policy_path, seed).items():
+        r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
+        zero = r.info["zero_shot_step_time_s"]
+        rec[f"{tag} zero-shot"], rec[f"{tag} ft 100"] = zero, float(min(zero, r.step_time_s))
+    return rec
+
+
+def networks(policy_path: Path, seed: int) -> dict:
+    import torch
+    from gplace.gnn.placer import load_policy
+    from gplace.gnn.policy import GNNPolicy
+    held = load_policy(policy_path)[0]
+    torch.manual_seed(seed)
+    return {"held-out": held, "untrained": GNNPolicy(**held.kwargs), "shipped": load_policy()[0]}
+
+
+def run(domains: list[str], steps: int, log) -> None:
+    import torch
+    torch.set_num_threads(1)
+    done = {r["key"] for r in load_records()}
+    for domain in domains:
+        cases = [(row, c, s) for row in held_out(domain) for c in CLUSTERS for s in SEEDS]
+        if all(case_key(domain, row["name"], c, s) in done for row, c, s in cases):
+            continue
+        policy = pretrain(domain, steps, log)
+        for row, cluster, seed in cases:
+            key = case_key(domain, row["name"], cluster, seed)
+            if key in done:
+                continue
+            t0 = time.perf_counter()
+            rec = {"key": key, "domain": domain, "steps": steps,
+                   **evaluate(row, cluster, seed, policy)}
+            rec["wall_s"] = round(time.perf_counter() - t0, 1)
+            append_record(rec)
+            print(f"domains: {key}: held-out/untrained ft 100 "
+                  f"{rec['held-out ft 100'] / rec['untrained ft 100']:.3f}, zero-shot / best "
+                  f"heuristic {rec['held-out zero-shot'] / rec['best heuristic']:.3f} "
+                  f"({rec['wall_s']:.0f} s)", file=log, flush=True)
+
+
+def case_key(domain: str, graph: str, cluster: str, seed: int) -> str:
+    return f"{domain} {graph} {cluster}" + (f" s{seed}" if seed else "")
+
+
+def load_records() -> list[dict]:
+    """The records, each with its seed (0 where a record predates seeds)."""
+    if not RECORDS.exists():
+        return []
+    rows = [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+    return [{"seed": 0, **r} for r in rows]
+
+
+def append_record(record: dict) -> None:
+    with RECORDS.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+# ---- the page -------------------------------------------------------------------------------
+RATIOS = (  # (column, numerator, denominator)
+    ("held-out / untrained, ft 100", "held-out ft 100", "untrained ft 100"),
+    ("held-out / untrained, zero-shot", "held-out zero-shot", "untrained zero-shot"),
+    ("held-out zero-shot / best heuristic", "held-out zero-shot", "best heuristic"),
+    ("untrained zero-shot / best heuristic", "untrained zero-shot", "best heuristic"),
+    ("shipped / held-out, ft 100", "shipped ft 100", "held-out ft 100"),
+    ("shipped zero-shot / best heuristic", "shipped zero-shot", "best heuristic"),
+)
+
+
+def geomean(x) -> float:
+    x = np.asarray(list(x), np.float64)
+    return float(np.exp(np.log(x).mean())) if x.size else float("nan")
+
+
+def summary_table(records: list[dict]) -> str:
+    groups = [(d, [r for r in records if r["domain"] == d]) for d in DOMAINS]
+    groups = [(d, rs) for d, rs in groups if rs]
+    groups.append(("all domains", records))
+    groups.append(("hdp-8gpu only (unseen cluster)",
+                   [r for r in records if r["cluster"] == "hdp-8gpu"]))
+    out = ["| held out | cases | " + " | ".join(c for c, _, _ in RATIOS) + " |",
+           "|---|---|" + "---|" * len(RATIOS)]
+    for name, rs in groups:
+        cells = []
+        for _, a, b in RATIOS:
+            x = [r[a] / r[b] for r in rs]
+            cells.append(f"{geomean(x):.3f} ({sum(v < 1 for v in x)} below 1)")
+        out.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def case_table(records: list[dict]) -> str:
+    out = ["| domain | graph | cluster | seed | units | best heuristic ms | held-out ft 100 / "
+           "untrained ft 100 | held-out zero-shot / best h. | untrained zero-shot / best h. | "
+           "shipped ft 100 / held-out ft 100 | s |", "|---" * 11 + "|"]
+    for r in sorted(records, key=lambda r: (list(DOMAINS).index(r["domain"]), r["graph"],
+                                            CLUSTERS.index(r["cluster"]), r["seed"])):
+        out.append(f"| {r['domain']} | {r['graph']} | {r['cluster']} | {r['seed']} | "
+                   f"{r['units']} | "
+                   f"{r['best heuristic'] * 1e3:.2f} | "
+                   f"{r['held-out ft 100'] / r['untrained ft 100']:.3f} | "
+                   f"{r['held-out zero-shot'] / r['best heuristic']:.3f} | "
+                   f"{r['untrained zero-shot'] / r['best heuristic']:.3f} | "
+                   f"{r['shipped ft 100'] / r['held-out ft 100']:.3f} | {r['wall_s']:.0f} |")
+    return "\n".join(out)
+
+
+def write_page(records: list[dict], commit: str) -> None:
+    from gplace.io import atomic_write_text
+    if not records:
+        return
+    domains = "\n".join(f"- **{d}**: {', '.join(f)}" for d, f in DOMAINS.items())
+    steps = sorted({r["steps"] for r in records})
+    text = f"""# Leave one domain out
+
+Does pretraining carry to architectures the corpus does not have? Each domain below is held
+out in turn: a policy is pretrained on pretrain/corpus139's other training and validation
+graphs, then placed on held-out graphs of the domain, next to the same network untrained
+(the ablation) and to the shipped policy, which saw the domain's families. Always trained:
+{', '.join(OTHER)}.
+
+{domains}
+
+Budget, smaller than the shipped policy's: one round imitating the archived experts
+(pretrain/corpus139/experts.npz) on the preset clusters only, {', '.join(map(str, steps))}
+steps (the shipped round: 1,600 steps, with random clusters). Cases: the median-sized graph
+of each of the domain's families (at most {EVAL_MAX_OPS:,} ops, at most {EVAL_GRAPHS} per
+domain) on {', '.join(CLUSTERS)} (hdp-8gpu unseen by every policy), full granularity, seeds
+{', '.join(str(x) for x in sorted({r['seed'] for r in records}))} (of the untrained network and
+of fine-tuning; every seed of a case counts as a case below). "ft 100": 100 fine-tuning
+samples without heuristic starts (the best of them and the zero-shot placement). **Every step
+time is simulated** (measured CPU profiles for CPU devices, the roofline model for GPUs):
+estimates, not measurements on hardware.
+
+Rebuilt by `nice .venv/bin/python -m pretrain.domains` (records in pretrain/domains.jsonl;
+delete a line to rerun its case), code at commit {commit}.
+
+## Geometric means (below 1: the first is faster)
+
+{summary_table(records)}
+
+## Per case
+
+{case_table(records)}
+"""
+    atomic_write_text(PAGE, text)
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--domains", nargs="*", default=list(DOMAINS), choices=list(DOMAINS))
+    ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps of each policy")
+    ap.add_argument("--page-only", action="store_true", help="write the page from the records")
+    args = ap.parse_args(argv)
+    if not args.page_only:
+        run(args.domains, args.steps, sys.stderr)
+    write_page(load_records(), _commit())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
