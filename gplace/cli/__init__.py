@@ -33,22 +33,31 @@ class Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="gplace",
-        description="Device placement for TensorFlow training-step graphs.")
+        description="Device placement for TensorFlow and PyTorch training-step graphs.")
     from gplace import __version__
     parser.add_argument("--version", action="version", version=f"gplace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module in _COMMANDS.items():
         mod = importlib.import_module(f"gplace.cli.{module}")
         p = mod.add_parser(sub, name)
-        p.set_defaults(_run=mod.run)
+        p.set_defaults(_run=mod.run, _parser=p)
     return parser
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The arguments; an unknown option is the subcommand's error (``gplace place: error:``),
+    as a bad value of a known one is."""
+    args, extra = build_parser().parse_known_args(argv)
+    if extra:
+        args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ start-up chatter
     from gplace.cli.interrupt import interruptible
     from gplace.errors import GplaceError
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         with interruptible():
             return int(args._run(args) or 0)

@@ -103,6 +103,28 @@ def output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
     return path
 
 
+def claim_output(path: Path, flag: str = "--out"):
+    """Claims the output folder for this run, so that a second run into the same folder is
+    refused instead of silently replacing the first one's results. The claim is an abstract
+    Unix socket named after the folder's absolute path: the kernel drops it when the process
+    ends, however it ends, and it leaves nothing on disk (Linux; elsewhere no claim). Keep the
+    returned object for as long as the run writes there."""
+    import sys
+    if not sys.platform.startswith("linux"):
+        return None
+    import hashlib
+    import socket
+    name = "\0gplace-out-" + hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:32]
+    claim = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        claim.bind(name)
+    except OSError:
+        claim.close()
+        raise ConfigError(f"{flag} {path}: another gplace run is writing its results there; "
+                          f"wait for it to finish or choose another folder") from None
+    return claim
+
+
 def output_file(path: str | os.PathLike, flag: str = "--out") -> Path:
     """A file that can be written (replaced if it exists): not a folder, in a writable one."""
     path = Path(path)
