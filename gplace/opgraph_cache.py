@@ -89,6 +89,46 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     return graph
 
 
+def prefetch(source, unknown_dim: int = 1):
+    """Starts importing a graph file that is not cached yet in another process, which writes
+    its entry, so that TensorFlow's start-up there runs beside the caller's own imports (torch,
+    numba) on another core; pass it to :func:`finish` before load_graph. None when there is
+    nothing to start: the file is cached, the cache is off, or it is no graph file."""
+    folder = cache_folder()
+    if (folder is None or not isinstance(source, (str, os.PathLike))
+            or str(source).lower().endswith(".pt2")):
+        return None
+    from gplace.importer.reader import read_graph_file
+    try:
+        file, data = read_graph_file(source)
+    except GraphError:
+        return None
+    if (folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim})}.npz").is_file():
+        return None
+    import subprocess
+    return subprocess.Popen([sys.executable, "-m", "gplace.opgraph_cache", str(source),
+                             str(unknown_dim)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+
+
+def finish(pending) -> None:
+    """Waits for a :func:`prefetch`; raises the GraphError the import raised there. Any other
+    end (a crash) leaves no entry, and load_graph imports here as usual."""
+    out, _ = pending.communicate()
+    if pending.returncode == 2 and out.strip():
+        raise GraphError(out.strip())
+
+
+def main(argv: list[str]) -> int:
+    """``python -m gplace.opgraph_cache PATH [UNKNOWN_DIM]``: imports PATH into the cache."""
+    try:
+        load_graph(argv[0], unknown_dim=int(argv[1]) if len(argv) > 1 else 1)
+    except GraphError as e:
+        print(e)
+        return 2
+    return 0
+
+
 def _read(entry: Path) -> OpGraph | None:
     if not entry.is_file():
         return None
@@ -103,3 +143,7 @@ def _write(entry: Path, graph: OpGraph) -> None:
         graph.save(entry)
     except OSError:
         pass  # a read-only or full cache folder: the next run imports again
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -54,7 +54,7 @@ def _tf_sees_one_device() -> bool:
         return True  # no TensorFlow: local_cluster counts one CPU too
     if os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or any(
             os.path.isdir(os.path.join(d, "tensorflow-plugins"))
-            for d in [*site.getsitepackages(), *sys.path]):
+            for d in [*getattr(site, "getsitepackages", list)(), *sys.path]):
         return False
     info = Path(spec.submodule_search_locations[0]) / "python" / "platform" / "build_info.py"
     try:

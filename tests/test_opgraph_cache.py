@@ -126,3 +126,31 @@ def test_placing_a_file_again_never_starts_tensorflow(cache, tmp_path):
                            text=True, check=True).stdout.split() for _ in range(2)]
     assert runs[0][0] == "True" and runs[1][0] == "False"
     assert runs[0][1] == runs[1][1]
+
+
+def test_a_prefetch_imports_in_another_process_and_the_load_reads_its_entry(cache):
+    pending = opgraph_cache.prefetch(EXAMPLE)
+    assert pending is not None
+    opgraph_cache.finish(pending)
+    assert len(list(cache.glob("*.npz"))) == 1
+    graph = opgraph_cache.load_graph(EXAMPLE)
+    assert "cached" in graph.meta["import"]
+    same_graph(graph, load_graph(EXAMPLE))
+    assert opgraph_cache.prefetch(EXAMPLE) is None  # cached already
+
+
+def test_nothing_is_prefetched_for_bad_files_or_without_a_cache(cache, tmp_path, monkeypatch):
+    from gplace.errors import GraphError
+    garbage = tmp_path / "garbage.pb"
+    garbage.write_bytes(b"\x08\x96\x01 not a graph")
+    pending = opgraph_cache.prefetch(garbage)  # it parses only there: it fails there
+    with pytest.raises(GraphError) as there:
+        opgraph_cache.finish(pending)
+    with pytest.raises(GraphError) as here:
+        opgraph_cache.load_graph(garbage)
+    assert str(there.value) == str(here.value) and "garbage.pb" in str(here.value)
+    assert not list(cache.glob("*.npz"))
+    assert opgraph_cache.prefetch(tmp_path / "missing.pb") is None
+    assert opgraph_cache.prefetch(tmp_path / "model.pt2") is None
+    monkeypatch.setenv(opgraph_cache.ENV, "off")
+    assert opgraph_cache.prefetch(EXAMPLE) is None

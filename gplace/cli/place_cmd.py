@@ -64,9 +64,15 @@ def run(args) -> int:
         step_op(graph_def, args.loss)
     if args.optimal is not None and args.measure != "sim":
         raise ConfigError("--optimal bounds simulated step times; it needs --measure sim")
-    from gplace.place import place, refine_exact
+    pending = None
+    if args.measure == "sim":  # the graph imports (TensorFlow) in another process meanwhile
+        from gplace.opgraph_cache import finish, prefetch
+        pending = prefetch(args.model)
+    from gplace.place import place, refine_exact  # torch, numba, the placers
     if not args.finetune:
         _optimizer_without_dynamo()
+    if pending is not None:
+        finish(pending)  # a bad graph's error from there
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,

@@ -154,9 +154,9 @@ class GNNPolicy(nn.Module):
         return scores
 
     def _weights(self) -> tuple:
-        """Which tensors hold the weights and how often each was changed in place (an
-        optimizer step, a load, a swap and back): equal only when nothing touched them."""
-        return tuple((id(p), p._version) for p in self.parameters())
+        """Which tensors hold the weights, whether they train, and how often each was changed
+        in place (an optimizer step, a load, a swap and back): equal when nothing touched them."""
+        return tuple((id(p), p._version, p.requires_grad) for p in self.parameters())
 
     def __getstate__(self):
         """Copies and pickles leave the last scores behind (they belong to one problem)."""
