@@ -36,6 +36,7 @@ from numba import njit
 from gplace.problem import PlacementProblem
 
 DYN_FEATURES = 8
+UNIT_EFT = 7  # the feature index of the whole unit's earliest finish time (list above)
 SAMPLE, GREEDY, FORCED, MIXED, MIXED_SAMPLE = 0, 1, 2, 3, 4  # rollout modes
 # The logit of a device the unit does not fit on, here and in gplace.gnn.learn's loss: finite,
 # so that no 0 * inf reaches an entropy; its softmax weight is exactly 0 in float64.
@@ -199,7 +200,8 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
                 mask[u, forced[u]] = True
                 d = forced[u]
             elif mode == MIXED_SAMPLE:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
-                d = _choose(s[u], w[u], phi[u], mask[u], 0, (u01[u] - follow) / (1.0 - follow))
+                d = _choose(s[u], w[u], phi[u], mask[u], SAMPLE,
+                            (u01[u] - follow) / (1.0 - follow))
             else:
                 d = _choose(s[u], w[u], phi[u], mask[u], GREEDY if mode == MIXED else mode, u01[u])
             unit_dev[u] = d
