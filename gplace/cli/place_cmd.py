@@ -64,6 +64,7 @@ def run(args) -> int:
         step_op(graph_def, args.loss)
     if args.optimal is not None and args.measure != "sim":
         raise ConfigError("--optimal bounds simulated step times; it needs --measure sim")
+    claim = checks.claim_output(out)  # noqa: F841 - held until the run returns
     pending = None
     if args.measure == "sim":  # the graph imports (TensorFlow) in another process meanwhile
         from gplace.opgraph_cache import finish, prefetch
