@@ -116,7 +116,7 @@ def finish(pending) -> None:
     end (a crash) leaves no entry, and load_graph imports here as usual."""
     out, _ = pending.communicate()
     if pending.returncode == 2 and out.strip():
-        raise GraphError(out.strip())
+        raise GraphError(out.strip().splitlines()[-1])  # main prints the message last
 
 
 def main(argv: list[str]) -> int:
