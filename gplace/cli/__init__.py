@@ -53,8 +53,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
+def _torch_cache_beside_ours() -> None:
+    """torch's compiler makes its cache folder (``torchinductor_<user>``) in $TMPDIR as soon as
+    PyG imports it; it goes beside gplace's own cache instead (nothing when that is off)."""
+    from gplace.opgraph_cache import cache_folder
+    folder = cache_folder()
+    if folder is not None:
+        os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(folder.parent / "torchinductor"))
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ start-up chatter
+    _torch_cache_beside_ours()
     from gplace.cli.interrupt import interruptible
     from gplace.errors import GplaceError
     args = parse(argv)

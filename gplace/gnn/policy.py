@@ -36,8 +36,8 @@ from torch import nn
 from gplace.errors import ConfigError
 from gplace.gnn.features import (DEVICE_FEATURES, EDGE_FEATURES, OP_VOCAB, PAIR_FEATURES,
                                  UNIT_FEATURES, ProblemFeatures)
-from gplace.gnn.schedule import DYN_FEATURES
-from gplace.io import atomic_write
+from gplace.gnn.schedule import DYN_FEATURES, UNIT_EFT
+from gplace.io import atomic_write, read_checkpoint
 
 CHECKPOINT_FORMAT = "gplace-policy"
 CHECKPOINT_VERSION = 2  # 2: list-scheduler policy (scores s and decision weights w)
@@ -73,7 +73,25 @@ def mlp(sizes: list[int]) -> nn.Sequential:
 
 def _pyg_conv(seq: nn.Sequential) -> nn.Module:
     from torch_geometric.nn import GINEConv  # imports torch._dynamo: seconds
-    return GINEConv(seq, edge_dim=EDGE_FEATURES)
+    conv = GINEConv(seq, edge_dim=EDGE_FEATURES)
+    _drop_pyg_templates()
+    return conv
+
+
+def _drop_pyg_templates() -> None:
+    """PyG renders each layer class's propagate code into a temporary .py file, imports it and
+    leaves the file behind (torch_geometric.template): one more in $TMPDIR per process. The
+    module is loaded by then; its file goes."""
+    import sys
+    import tempfile
+    tmp = os.path.realpath(tempfile.gettempdir())
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) if name.startswith("torch_geometric.") else None
+        if path and "_propagate" in name and os.path.dirname(os.path.realpath(path)) == tmp:
+            try:
+                os.remove(path)
+            except OSError:
+                pass  # gone already, or another process's
 
 
 def _lean_conv(seq: nn.Sequential) -> nn.Module:
@@ -116,7 +134,7 @@ class GNNPolicy(nn.Module):
         self.pair_head = _zero_last(mlp([3 * h + PAIR_FEATURES, h, h, 1]))
         self.weight_head = _zero_last(mlp([2 * h, h, DYN_FEATURES]))
         w0 = torch.zeros(DYN_FEATURES)
-        w0[7] = -1.0  # the unit's earliest finish time (gplace.gnn.schedule, feature 7)
+        w0[UNIT_EFT] = -1.0  # the unit's earliest finish time (gplace.gnn.schedule)
         self.w0 = nn.Parameter(w0)
 
     def param_groups(self, lr: float, w0_lr_scale: float = 10.0) -> list[dict]:
@@ -194,15 +212,7 @@ class GNNPolicy(nn.Module):
     def load(cls, path: str | os.PathLike, lean: bool = True) -> tuple[GNNPolicy, dict]:
         """(policy, meta); ConfigError for a missing, corrupt, foreign or incompatible file.
         ``lean``: see __init__ (the default here: loading is what placing does)."""
-        if not os.path.isfile(path):
-            raise ConfigError(f"{path}: no such checkpoint file")
-        if os.path.getsize(path) == 0:
-            raise ConfigError(f"{path}: not a gplace policy checkpoint (the file is empty)")
-        try:
-            record = torch.load(path, map_location="cpu", weights_only=True)
-        except Exception:  # torch raises pickle, zip and runtime errors for bad files
-            raise ConfigError(f"{path}: not a gplace policy checkpoint (not a readable "
-                              "PyTorch file, or one holding objects other than tensors)") from None
+        record = read_checkpoint(path, "policy checkpoint")
         if not isinstance(record, dict) or record.get("format") != CHECKPOINT_FORMAT:
             raise ConfigError(f"{path}: not a gplace policy checkpoint (a file of another kind)")
         if record.get("format_version") != CHECKPOINT_VERSION:

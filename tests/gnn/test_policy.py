@@ -79,8 +79,8 @@ def test_checkpoint_round_trip_gives_the_same_placement(tmp_path):
 
 
 @pytest.mark.parametrize("content,message", [
-    (b"\x00garbage" * 10, "not a readable PyTorch file"),
-    (b"", "the file is empty"),
+    (b"\x00garbage" * 10, "not a PyTorch policy checkpoint"),
+    (b"", "the policy checkpoint is empty"),
     (None, "a file of another kind"),
     ("version", "format version 99"),
 ])
@@ -103,7 +103,7 @@ def test_truncated_checkpoint(tmp_path):
     GNNPolicy(hidden_channels=8).save(tmp_path / "p.pt")
     data = (tmp_path / "p.pt").read_bytes()
     (tmp_path / "p.pt").write_bytes(data[: len(data) // 2])
-    with pytest.raises(ConfigError, match="not a gplace policy checkpoint"):
+    with pytest.raises(ConfigError, match="not a PyTorch policy checkpoint"):
         GNNPolicy.load(tmp_path / "p.pt")
 
 
@@ -114,3 +114,12 @@ def test_identical_gpus_get_positions():
     assert position.tolist() == [0, 0, 1, 2, 3] and twins.tolist() == [1, 4, 4, 4, 4]
     f = problem_features(p)
     assert not np.array_equal(f.device_x[1], f.device_x[2])  # twins are told apart
+
+
+def test_pyg_leaves_no_generated_module_in_the_temp_folder():
+    import os
+    import sys
+    GNNPolicy(hidden_channels=8, num_layers=1)  # PyG's GINEConv: renders its propagate module
+    files = [m.__file__ for n, m in sys.modules.items()
+             if n.startswith("torch_geometric.") and "_propagate" in n]
+    assert files and not any(os.path.exists(f) for f in files)
