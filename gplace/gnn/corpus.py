@@ -107,23 +107,10 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
 
 
 def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
-    """The imported graph, from the cache when it is fresh."""
-    from gplace.importer import IMPORTER_VERSION, load_graph
-    from gplace.gnn.cache import cache_dir
-    stat = entry.path.stat()
-    cache = cache_dir(entry.path) / (
-        f"{entry.name}-{stat.st_size}-{int(stat.st_mtime)}-v{IMPORTER_VERSION}.npz")
-    if cache.exists():
-        try:
-            return OpGraph.load(cache)
-        except GplaceError:
-            pass  # a stale or broken cache entry is rebuilt below
-    graph = load_graph(entry.path, name=entry.name)
-    try:
-        graph.save(cache)
-    except OSError:
-        pass  # a read-only corpus still works, only slower
-    return graph
+    """The imported graph, through gplace.opgraph_cache (the user cache, keyed by the file's
+    content and the importer's version), as ``gplace place`` imports it."""
+    from gplace.opgraph_cache import load_graph
+    return load_graph(entry.path, name=entry.name)
 
 
 def importable(entries: list[CorpusGraph]) -> tuple[list[CorpusGraph],
