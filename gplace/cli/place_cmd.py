@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 
 from gplace.cli import checks
 
@@ -132,11 +133,17 @@ def _exact_info(exact) -> dict:
 def _exact_line(exact) -> str:
     """One line: the status, the proven bound and what the exact placer found."""
     i = exact.info
-    proven = ("optimal schedule of the relaxation" if i["status"] == "optimal"
-              else f"{i['status']}, solver gap {i.get('gap', float('nan')):.1%}")
+    gap = float(i.get("gap", float("nan")))
+    if i["status"] == "optimal":
+        proven = "optimal schedule of the relaxation"
+    elif math.isfinite(gap):
+        proven = f"{i['status']}, solver gap {gap:.1%}"
+    else:  # CP-SAT found no schedule in the time limit: the bound is the combinatorial one
+        proven = f"{i['status']}: no solver schedule within --optimal"
     return (f"exact (CP-SAT)   proven lower bound {_ms(i['solver_bound_s'])} ({proven}); best "
             f"placement found {_ms(exact.step_time_s)} simulated "
-            f"({i.get('proven_ratio', float('nan')):.3f}x the bound) in {i['wall_s']:.0f} s")
+            f"({i.get('proven_ratio', float('nan')):.3f}x the bound"
+            f"{', certified optimal' if i.get('certified') else ''}) in {i['wall_s']:.0f} s")
 
 
 def add_torch_arguments(p: argparse.ArgumentParser) -> None:
