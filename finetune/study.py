@@ -47,16 +47,12 @@ BASELINE_BUDGET = 2400
 
 
 def _finetune_tag() -> str:
-    """Names the fine-tuning settings in the cache: the untrained rows depend on them."""
+    """Names the fine-tuning settings in the cache (the untrained rows depend on them): a hash
+    of their canonical description (gplace.gnn.cache.canonical: floats to 6 digits)."""
     import hashlib
-    import re
+    from gplace.gnn.cache import canonical
     from gplace.gnn.config import FinetuneConfig
-    cfg = FinetuneConfig()
-    text = repr(cfg)
-    if not cfg.learn.dagger:  # the on-policy imitation term (added later) is off: the runs are
-        text = re.sub(r", dagger=[^,]*, dagger_follow=[^,)]*", "", text)  # those cached before
-    if not cfg.learn.ce_work:  # likewise the work-weighted cross-entropy (pretraining only)
-        text = re.sub(r", ce_work=[^,)]*", "", text)
+    text = json.dumps(canonical(FinetuneConfig()), sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
