@@ -11,7 +11,8 @@ The folder: ``$GPLACE_CACHE_DIR`` when set (``off`` turns the cache off), else t
 user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
 ``%LOCALAPPDATA%`` on Windows) + ``gplace/opgraphs``. Entries are written atomically
 (OpGraph.save); one that cannot be read is imported again and rewritten; a folder that cannot
-be written only costs the next run its import again.
+be written only costs the next run its import again. The folder keeps the MAX_ENTRIES entries
+used last (a read touches its entry).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from gplace.graph import FORMAT_VERSION, OpGraph
 
 ENV = "GPLACE_CACHE_DIR"
 KEY_SCHEME = 1  # bump when the key's description below changes
+MAX_ENTRIES = 256  # the least recently used go beyond this (a graph's entry: 50 KB-2 MB)
 
 
 def cache_folder() -> Path | None:
@@ -83,6 +85,7 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
         _write(entry, graph)
     else:
         graph.meta["import"]["cached"] = str(entry)
+        _touch(entry)
     path = Path(source)
     graph.meta["source"] = str(path)
     graph.meta["name"] = name or (path.name if path.is_dir() else path.name.split(".")[0])
@@ -141,8 +144,31 @@ def _read(entry: Path) -> OpGraph | None:
 def _write(entry: Path, graph: OpGraph) -> None:
     try:
         graph.save(entry)
+        _prune(entry.parent)
     except OSError:
         pass  # a read-only or full cache folder: the next run imports again
+
+
+def _touch(entry: Path) -> None:
+    try:
+        os.utime(entry)
+    except OSError:
+        pass  # a read-only folder: it is pruned by its write time
+
+
+def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
+    """Removes the entries beyond the ``keep`` most recently used (written or read)."""
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    entries = sorted(folder.glob("*.npz"), key=mtime, reverse=True)
+    for old in entries[keep:]:
+        try:
+            old.unlink()
+        except OSError:
+            pass  # gone already: another run pruned it
 
 
 if __name__ == "__main__":

@@ -154,3 +154,12 @@ def test_nothing_is_prefetched_for_bad_files_or_without_a_cache(cache, tmp_path,
     assert opgraph_cache.prefetch(tmp_path / "model.pt2") is None
     monkeypatch.setenv(opgraph_cache.ENV, "off")
     assert opgraph_cache.prefetch(EXAMPLE) is None
+
+
+def test_the_folder_keeps_the_entries_written_last(cache):
+    cache.mkdir()
+    for k in range(5):
+        (cache / f"{k}.npz").write_bytes(b"x")
+        os.utime(cache / f"{k}.npz", (1000 + k, 1000 + k))
+    opgraph_cache._prune(cache, keep=3)
+    assert sorted(p.name for p in cache.glob("*.npz")) == ["2.npz", "3.npz", "4.npz"]
