@@ -71,8 +71,6 @@ def run(args) -> int:
         from gplace.opgraph_cache import finish, prefetch
         pending = prefetch(args.model)
     from gplace.place import place, refine_exact  # torch, numba, the placers
-    if not args.finetune:
-        _optimizer_without_dynamo()
     if pending is not None:
         finish(pending)  # a bad graph's error from there
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
@@ -94,22 +92,6 @@ def run(args) -> int:
         text += "\n" + _exact_line(exact)
     print(text)
     return 0
-
-
-def _optimizer_without_dynamo() -> None:
-    """A zero-shot placement builds the fine-tuning optimizer but never steps it; torch wraps
-    Optimizer.add_param_group (which its constructor calls) in torch._compile._disable_dynamo,
-    which imports torch._dynamo (1-1.5 s) on the first call only to exclude the method from
-    torch.compile tracing. This command compiles nothing: the method is marked as excluded
-    already (the attribute that wrapper caches), so nothing else changes."""
-    import sys
-
-    import torch
-    if "torch._dynamo" in sys.modules:
-        return
-    fn = getattr(torch.optim.Optimizer.add_param_group, "__wrapped__", None)
-    if fn is not None and getattr(fn, "__dynamo_disable", None) is None:
-        setattr(fn, "__dynamo_disable", fn)
 
 
 def _seconds(text: str) -> float:

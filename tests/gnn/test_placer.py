@@ -82,3 +82,17 @@ def test_zero_shot_keeps_the_rollout_with_the_best_own_estimate():
     assert all(estimate(z) <= estimate(g) for z in picks)
     assert any(estimate(z) < estimate(g) for z in picks)
     assert len({z.tobytes() for z in picks[1:]}) > 1
+
+
+def test_a_zero_shot_placement_builds_no_optimizer():
+    """torch's Optimizer imports torch._dynamo (seconds); zero-shot needs none."""
+    import subprocess
+    import sys
+    code = ("import sys; from gplace.gnn.placer import GNNPlacer; from gplace.cluster import "
+            "load_cluster; from gplace.placers import SimMeasurer; from gplace.problem import "
+            "PlacementProblem; from gplace.sim.random_graphs import RandomDagConfig, random_dag; "
+            "p = PlacementProblem.build(random_dag(RandomDagConfig(ops=30), 0), "
+            "load_cluster('post-4gpu')); GNNPlacer().place(p, SimMeasurer(p), 0); "
+            "print('torch._dynamo' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().splitlines()[-1] == "False"
