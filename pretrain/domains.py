@@ -15,8 +15,12 @@ CLUSTERS, at full granularity as ``gplace place`` builds the problem, seeds SEED
   pretrained without D, of the same network freshly initialized (the ablation) and of the
   shipped policy (pretrained with D's families: what relatives in the corpus add).
 
-Runs live in runs/domains/<domain>/ (rerun to resume); records go to pretrain/domains.jsonl,
-one per finished case; the page is pretrain/DOMAINS.md. Every step time is simulated.
+``--head-hidden H`` runs the same protocol with the policy's state head (GNNPolicy
+head_hidden; the ablation of the linear decision rule), as the variant "head H".
+
+Runs live in runs/domains/<variant>/<domain>/ (rerun to resume); records go to
+pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. Every step
+time is simulated.
 """
 
 from __future__ import annotations
@@ -80,6 +84,14 @@ def held_out(domain: str) -> list[dict]:
     return sorted(medians, key=lambda r: (r["ops"], r["name"]))[:EVAL_GRAPHS]
 
 
+def variant_name(head_hidden: int) -> str:
+    return f"head {head_hidden}" if head_hidden else "linear"
+
+
+def run_folder(domain: str, head_hidden: int) -> Path:
+    return RUNS / domain if not head_hidden else RUNS / f"head{head_hidden}" / domain
+
+
 def write_corpus(domain: str) -> Path:
     """runs/domains/<domain>/corpus/manifest.yaml: corpus139's training and validation graphs
     outside the domain (the test split stays out, as for the shipped policy)."""
@@ -95,15 +107,16 @@ def write_corpus(domain: str) -> Path:
     return folder
 
 
-def pretrain(domain: str, steps: int, log) -> Path:
+def pretrain(domain: str, steps: int, head_hidden: int, log) -> Path:
     """The policy pretrained without the domain (resumed where a run stopped)."""
-    out = RUNS / domain / "policy.pt"
+    out = run_folder(domain, head_hidden) / "policy.pt"
     if out.exists():
         return out
     corpus = write_corpus(domain)
     cmd = [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus),
            "--restore", str(CORPUS / "experts.npz"), "--random-clusters", "0", "--rounds", "1",
-           "--max-steps", str(steps), "--seed", str(SEED), "--out", str(out), "--no-progress"]
+           "--max-steps", str(steps), "--seed", str(SEED), "--head-hidden", str(head_hidden),
+           "--out", str(out), "--no-progress"]
     print(f"domains: {domain}: {' '.join(cmd[1:])}", file=log, flush=True)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=log, stderr=log)
@@ -139,21 +152,22 @@ def networks(policy_path: Path, seed: int) -> dict:
     return {"held-out": held, "untrained": GNNPolicy(**held.kwargs), "shipped": load_policy()[0]}
 
 
-def run(domains: list[str], steps: int, log) -> None:
+def run(domains: list[str], steps: int, head_hidden: int, log) -> None:
     import torch
     torch.set_num_threads(1)
     done = {r["key"] for r in load_records()}
     for domain in domains:
         cases = [(row, c, s) for row in held_out(domain) for c in CLUSTERS for s in SEEDS]
-        if all(case_key(domain, row["name"], c, s) in done for row, c, s in cases):
+        if all(case_key(domain, row["name"], c, s, head_hidden) in done for row, c, s in cases):
             continue
-        policy = pretrain(domain, steps, log)
+        policy = pretrain(domain, steps, head_hidden, log)
         for row, cluster, seed in cases:
-            key = case_key(domain, row["name"], cluster, seed)
+            key = case_key(domain, row["name"], cluster, seed, head_hidden)
             if key in done:
                 continue
             t0 = time.perf_counter()
             rec = {"key": key, "domain": domain, "steps": steps,
+                   "variant": variant_name(head_hidden),
                    **evaluate(row, cluster, seed, policy)}
             rec["wall_s"] = round(time.perf_counter() - t0, 1)
             append_record(rec)
@@ -163,8 +177,9 @@ def run(domains: list[str], steps: int, log) -> None:
                   f"({rec['wall_s']:.0f} s)", file=log, flush=True)
 
 
-def case_key(domain: str, graph: str, cluster: str, seed: int) -> str:
-    return f"{domain} {graph} {cluster}" + (f" s{seed}" if seed else "")
+def case_key(domain: str, graph: str, cluster: str, seed: int, head_hidden: int = 0) -> str:
+    return ((f"head{head_hidden} " if head_hidden else "") + f"{domain} {graph} {cluster}"
+            + (f" s{seed}" if seed else ""))
 
 
 def load_records() -> list[dict]:
@@ -172,7 +187,7 @@ def load_records() -> list[dict]:
     if not RECORDS.exists():
         return []
     rows = [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
-    return [{"seed": 0, **r} for r in rows]
+    return [{"seed": 0, "variant": "linear", **r} for r in rows]
 
 
 def append_record(record: dict) -> None:
@@ -194,6 +209,27 @@ RATIOS = (  # (column, numerator, denominator)
 def geomean(x) -> float:
     x = np.asarray(list(x), np.float64)
     return float(np.exp(np.log(x).mean())) if x.size else float("nan")
+
+
+def variant_table(records: list[dict]) -> str:
+    """Each variant against the linear policy on the cases both ran (geomean, per domain)."""
+    linear = {r["key"]: r for r in records if r["variant"] == "linear"}
+    out = ["| variant | held out | cases | variant / linear, ft 100 | variant / linear, "
+           "zero-shot | variant / its untrained network, ft 100 | linear / untrained, "
+           "ft 100 |", "|---|---|---|---|---|---|---|"]
+    for variant in sorted({r["variant"] for r in records} - {"linear"}):
+        mine = [r for r in records if r["variant"] == variant]
+        pairs = [(r, linear[r["key"].split(" ", 2)[2]]) for r in mine
+                 if r["key"].split(" ", 2)[2] in linear]
+        for name in [d for d in DOMAINS if any(r["domain"] == d for r, _ in pairs)] + ["all"]:
+            ps = [(r, q) for r, q in pairs if name == "all" or r["domain"] == name]
+            cells = [geomean(r[a] / q[a] for r, q in ps) for a in ("held-out ft 100",
+                                                                   "held-out zero-shot")]
+            own = geomean(r["held-out ft 100"] / r["untrained ft 100"] for r, _ in ps)
+            lin = geomean(q["held-out ft 100"] / q["untrained ft 100"] for _, q in ps)
+            out.append(f"| {variant} | {name} | {len(ps)} | {cells[0]:.3f} | {cells[1]:.3f} | "
+                       f"{own:.3f} | {lin:.3f} |")
+    return "\n".join(out) if len(out) > 2 else ""
 
 
 def summary_table(records: list[dict]) -> str:
@@ -233,6 +269,8 @@ def write_page(records: list[dict], commit: str) -> None:
     from gplace.io import atomic_write_text
     if not records:
         return
+    variants = variant_table(records)
+    records = [r for r in records if r["variant"] == "linear"]
     domains = "\n".join(f"- **{d}**: {', '.join(f)}" for d, f in DOMAINS.items())
     steps = sorted({r["steps"] for r in records})
     text = f"""# Leave one domain out
@@ -263,7 +301,14 @@ delete a line to rerun its case), code at commit {commit}.
 
 {summary_table(records)}
 
-## Per case
+{"## The decision rule: the state head against the linear policy" + chr(10) + chr(10)
+ + "The same protocol with a nonlinear state head (`gplace pretrain --head-hidden H`): each "
+ + "decision's logit gains v[u] . relu(A phi + b[u]) over the partial-schedule features phi, "
+ + "learned with the rest; its output weights start at zero, so the untrained networks of "
+ + "both variants are the same function. Rebuilt by `nice .venv/bin/python -m "
+ + "pretrain.domains --head-hidden H`." + chr(10) + chr(10) + variants + chr(10)
+ if variants else ""}
+## Per case (the linear policy)
 
 {case_table(records)}
 """
@@ -282,10 +327,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--domains", nargs="*", default=list(DOMAINS), choices=list(DOMAINS))
     ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps of each policy")
+    ap.add_argument("--head-hidden", type=int, default=0,
+                    help="the variant with a state head of this width (0: the linear policy)")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
     if not args.page_only:
-        run(args.domains, args.steps, sys.stderr)
+        run(args.domains, args.steps, args.head_hidden, sys.stderr)
     write_page(load_records(), _commit())
     return 0
 

@@ -88,6 +88,9 @@ class PretrainConfig:
     val_every: int = 100           # training steps between validations
     hidden_channels: int = 64      # width of the network's layers
     num_layers: int = 3            # message-passing layers of the graph encoder
+    head_hidden: int = 0           # > 0: a state head of this width adds a nonlinear function
+                                   # of the partial schedule to each decision's logits
+                                   # (gplace.gnn.policy.Scores); 0: the linear policy
     seed: int = 0                  # problems, rollouts and expert searches; 0 <= seed < 2**32
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
                                    # one on ResNet-50
@@ -114,6 +117,7 @@ class PretrainConfig:
                 (self.expert_budget < 0, "--expert-budget must be >= 0"),
                 (self.hidden_channels < 1, "--hidden-channels must be >= 1"),
                 (self.num_layers < 1, "--num-layers must be >= 1"),
+                (self.head_hidden < 0, "--head-hidden must be >= 0"),
                 (self.threads < 1, "--threads must be >= 1"),
                 (self.rounds < 0, "--rounds must be >= 0"),
                 (not 0 <= self.seed < 2**32, "--seed must be in [0, 2**32)"),

@@ -109,9 +109,14 @@ class ProblemState:
 
 
 def decision_logits(scores: Scores, phi: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(K, units, D) logits s + w . phi at each unit's decision, masked devices at MASKED."""
-    logits = scores.s.double()[None] + torch.einsum("kudf,uf->kud", phi.double(),
-                                                    scores.w.double())
+    """(K, units, D) logits s + w . phi (+ the state head's v . relu(a phi + b)) at each
+    unit's decision, masked devices at MASKED."""
+    phi = phi.double()
+    logits = scores.s.double()[None] + torch.einsum("kudf,uf->kud", phi, scores.w.double())
+    if scores.a is not None:
+        z = torch.relu(torch.einsum("kudf,hf->kudh", phi, scores.a.double())
+                       + scores.b.double()[None, :, None, :])
+        logits = logits + torch.einsum("kudh,uh->kud", z, scores.v.double())
     return torch.where(mask, logits, torch.full_like(logits, MASKED))
 
 
@@ -129,8 +134,9 @@ def greedy(policy: GNNPolicy, state: ProblemState) -> np.ndarray:
     """The greedy placement: every decision takes the most likely device. No samples (the
     zero-shot placement, GNNPlacer.zero_shot, is the best of it and sampled rollouts)."""
     with torch.no_grad():
-        s, w = policy(state.features).numpy()
-    return rollout(state.sched, s, w, GREEDY).placements[0]
+        scores = policy(state.features)
+    return rollout(state.sched, *scores.numpy(), GREEDY,
+                   head=scores.head_numpy()).placements[0]
 
 
 def tempered(scores: Scores, temperature: float) -> Scores:
@@ -139,7 +145,8 @@ def tempered(scores: Scores, temperature: float) -> Scores:
     unchanged)."""
     if temperature == 1.0:
         return scores
-    return Scores(scores.s / temperature, scores.w / temperature)
+    return scores._replace(s=scores.s / temperature, w=scores.w / temperature,
+                           v=None if scores.v is None else scores.v / temperature)
 
 
 def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
@@ -148,7 +155,8 @@ def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
     measurer; fine-tuning passes its Tracker's to count the budget)."""
     with torch.no_grad():
         scores = tempered(policy(state.features), temperature)
-        ro = rollout(state.sched, *scores.numpy(), SAMPLE, count=count, seed=seed)
+        ro = rollout(state.sched, *scores.numpy(), SAMPLE, count=count, seed=seed,
+                     head=scores.head_numpy())
         old_logp, _ = decision_logp(scores, ro)
     m = (measure or state.measurer.measure)(ro.placements)
     n = len(m.step_time_s)
@@ -207,11 +215,14 @@ def onpolicy_loss(scores: Scores, state: ProblemState, follow: float, seed: int,
         return scores.s.sum() * 0.0
     target = state.elites[0].placement
     s, w = scores.numpy()
+    head = scores.head_numpy()
     if explore > 0:
+        hot = None if head is None else (head[0], head[1], head[2] / explore)
         ro = rollout(state.sched, s / explore, w / explore, MIXED_SAMPLE, seed=seed,
-                     forced=target[None], follow=follow)
+                     forced=target[None], follow=follow, head=hot)
     else:
-        ro = rollout(state.sched, s, w, MIXED, seed=seed, forced=target[None], follow=follow)
+        ro = rollout(state.sched, s, w, MIXED, seed=seed, forced=target[None], follow=follow,
+                     head=head)
     logp = decision_logp(scores, ro, target[None])[0][0]
     mask = torch.as_tensor(ro.mask[0])
     t = torch.as_tensor(target)

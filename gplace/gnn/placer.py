@@ -62,13 +62,15 @@ class GNNPlacer:
         shipped policy's greedy rollouts are 0.732x the best heuristic, the best of 64 by
         estimate 0.718x (finetune/HISTORY.md)."""
         with torch.no_grad():
-            s, w = tempered(policy(state.features), self.config.learn.temperature).numpy()
-        greedy_ro = rollout(state.sched, s, w, GREEDY)
+            scores = tempered(policy(state.features), self.config.learn.temperature)
+        s, w = scores.numpy()
+        head = scores.head_numpy()
+        greedy_ro = rollout(state.sched, s, w, GREEDY, head=head)
         best, best_est = greedy_ro.placements[0], greedy_ro.estimate_s[0]
         left, chunk = self.config.zero_shot_rollouts, 0
         while left > 0:  # in chunks: the rollouts' decision features take memory
             ro = rollout(state.sched, s, w, SAMPLE, count=min(left, 16),
-                         seed=[self.seed, chunk, 17])
+                         seed=[self.seed, chunk, 17], head=head)
             k = int(np.argmin(ro.estimate_s))
             if ro.estimate_s[k] < best_est:
                 best, best_est = ro.placements[k], ro.estimate_s[k]

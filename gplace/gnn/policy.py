@@ -59,9 +59,23 @@ class FeatureTensors(NamedTuple):
 class Scores(NamedTuple):
     s: torch.Tensor  # (units, devices) static scores
     w: torch.Tensor  # (units, DYN_FEATURES) weights on the decision features
+    # The state head (GNNPolicy head_hidden > 0; else None): each decision's logit gains
+    # v[u] . relu(a phi[u, d] + b[u]), a nonlinear function of the partial schedule.
+    a: torch.Tensor | None = None  # (H, DYN_FEATURES), shared by every unit
+    b: torch.Tensor | None = None  # (units, H)
+    v: torch.Tensor | None = None  # (units, H)
 
     def numpy(self) -> tuple[np.ndarray, np.ndarray]:
         return (self.s.detach().double().numpy(), self.w.detach().double().numpy())
+
+    def head_numpy(self) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """(a, b, v) as float64 arrays for gplace.gnn.schedule.rollout, or None."""
+        if self.a is None:
+            return None
+        return tuple(t.detach().double().numpy() for t in (self.a, self.b, self.v))
+
+    def detach(self) -> Scores:
+        return Scores(*(None if t is None else t.detach() for t in self))
 
 
 def mlp(sizes: list[int]) -> nn.Sequential:
@@ -116,9 +130,11 @@ def _zero_last(seq: nn.Sequential) -> nn.Sequential:
 
 class GNNPolicy(nn.Module):
     def __init__(self, hidden_channels: int = 64, num_layers: int = 3, type_channels: int = 16,
-                 scale: float = 10.0, lean: bool = False):
+                 scale: float = 10.0, lean: bool = False, head_hidden: int = 0):
         """``lean``: GINE layers of gplace.gnn.gine instead of torch_geometric's GINEConv (the
-        same function and parameter names; not a constructor argument of the checkpoint)."""
+        same function and parameter names; not a constructor argument of the checkpoint).
+        ``head_hidden`` H > 0 adds the state head of :class:`Scores` (its output weights start
+        at zero, so an untrained network is the linear policy)."""
         super().__init__()
         h = hidden_channels
         self.kwargs = {"hidden_channels": h, "num_layers": num_layers,
@@ -136,6 +152,12 @@ class GNNPolicy(nn.Module):
         w0 = torch.zeros(DYN_FEATURES)
         w0[UNIT_EFT] = -1.0  # the unit's earliest finish time (gplace.gnn.schedule)
         self.w0 = nn.Parameter(w0)
+        if head_hidden:
+            self.kwargs["head_hidden"] = head_hidden
+            self.head_a = nn.Parameter(torch.randn(head_hidden, DYN_FEATURES)
+                                       / DYN_FEATURES ** 0.5)
+            self.head_b = mlp([2 * h, h, head_hidden])
+            self.head_v = _zero_last(mlp([2 * h, h, head_hidden]))
 
     def param_groups(self, lr: float, w0_lr_scale: float = 10.0) -> list[dict]:
         """Adam groups: the 8 global decision weights ``w0`` move every decision of every
@@ -165,7 +187,7 @@ class GNNPolicy(nn.Module):
         if trainable and not torch.is_inference_mode_enabled():
             with torch.enable_grad():
                 graph = self._scores(f)
-            scores = Scores(graph.s.detach(), graph.w.detach())
+            scores = graph.detach()
         else:
             scores = self._scores(f)
         self._last = (key, graph, scores)
@@ -187,8 +209,11 @@ class GNNPolicy(nn.Module):
         context = x.mean(0, keepdim=True).expand_as(x)                                # (U, h)
         d = self.device_in(f.device_x)                                                # (D, h)
         s = self._pair_scores(x, context[:1], d, f.pair_x)                           # (U, D)
-        w = self.scale * self.w0 + self.weight_head(torch.cat([x, context], -1))      # (U, F)
-        return Scores(s, w)
+        unit = torch.cat([x, context], -1)                                            # (U, 2h)
+        w = self.scale * self.w0 + self.weight_head(unit)                             # (U, F)
+        if not hasattr(self, "head_a"):
+            return Scores(s, w)
+        return Scores(s, w, self.head_a, self.head_b(unit), self.scale * self.head_v(unit))
 
     def _pair_scores(self, x, context, d, pair_x) -> torch.Tensor:
         """The pair head on [unit, context, device, pair features], with its first layer split

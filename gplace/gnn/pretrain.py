@@ -187,7 +187,8 @@ class PretrainModule(L.LightningModule):
         super().__init__()
         self.cfg = cfg
         self.save_hyperparameters({"config": _jsonable(asdict(cfg))})
-        self.policy = GNNPolicy(cfg.hidden_channels, cfg.num_layers)
+        self.policy = GNNPolicy(cfg.hidden_channels, cfg.num_layers,
+                                head_hidden=cfg.head_hidden)
         if cfg.init_from is not None:
             start = GNNPolicy.load(cfg.init_from)[0]
             if {k: start.kwargs[k] for k in ("hidden_channels", "num_layers")} != {
@@ -286,7 +287,8 @@ def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = Non
     or ``last.ckpt``) as a policy file that ``gplace.load`` reads."""
     record = read_checkpoint(ckpt, "Lightning checkpoint")
     cfg = record["hyper_parameters"]["config"]
-    policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"])
+    policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"],
+                       head_hidden=cfg.get("head_hidden", 0))
     policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()
                             if k.startswith("policy.")})
     steps = int(record["global_step"]) // int(cfg["learn"]["ppo_epochs"])

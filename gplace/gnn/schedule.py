@@ -132,8 +132,11 @@ def _unit_adjacency(problem: PlacementProblem):
 
 
 def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int = 1,
-            seed: int = 0, forced: np.ndarray | None = None, follow: float = 0.0) -> Rollouts:
-    """``count`` rollouts under logits ``s + w . phi`` (``s``: (units, D), ``w``: (units, F)).
+            seed: int = 0, forced: np.ndarray | None = None, follow: float = 0.0,
+            head: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> Rollouts:
+    """``count`` rollouts under logits ``s + w . phi`` (``s``: (units, D), ``w``: (units, F)),
+    plus ``v[u] . relu(A phi + b[u])`` where ``head`` = (A, b, v) is given (the policy's state
+    head: A (H, F), b and v (units, H)).
 
     ``mode``: SAMPLE draws from the softmax (uniforms from ``seed``), GREEDY takes the argmax,
     FORCED follows ``forced`` ((count, units) placements) to record their features, MIXED
@@ -155,18 +158,21 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     mask = np.zeros((count, nu, nd), np.bool_)
     est = np.zeros(count)
     s64, w64 = np.ascontiguousarray(s, np.float64), np.ascontiguousarray(w, np.float64)
+    if head is None:
+        head = (np.zeros((0, DYN_FEATURES)), np.zeros((nu, 0)), np.zeros((nu, 0)))
+    ha, hb, hv = (np.ascontiguousarray(x, np.float64) for x in head)
     for k in range(count):
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
-                          a.inv_bw, a.need, a.capacity, a.tau, s64, w64, mode, u01[k], forced[k],
-                          follow, placements[k], phi[k], mask[k])
+                          a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
+                          u01[k], forced[k], follow, placements[k], phi[k], mask[k])
     return Rollouts(placements, phi, mask, est)
 
 
 @njit(cache=True)
 def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
-             adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, mode,
-             u01, forced, follow, unit_dev, phi, mask):
+             adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, ha, hb,
+             hv, mode, u01, forced, follow, unit_dev, phi, mask):
     n, nd = cost.shape[0], cost.shape[1]
     finish = np.zeros(n)
     op_dev = np.zeros(n, np.int64)
@@ -200,10 +206,11 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
                 mask[u, forced[u]] = True
                 d = forced[u]
             elif mode == MIXED_SAMPLE:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
-                d = _choose(s[u], w[u], phi[u], mask[u], SAMPLE,
+                d = _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u], SAMPLE,
                             (u01[u] - follow) / (1.0 - follow))
             else:
-                d = _choose(s[u], w[u], phi[u], mask[u], GREEDY if mode == MIXED else mode, u01[u])
+                d = _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u],
+                            GREEDY if mode == MIXED else mode, u01[u])
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]
@@ -267,7 +274,7 @@ def _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes
 
 
 @njit(cache=True)
-def _choose(s, w, phi, mask, mode, u):
+def _choose(s, w, ha, hb, hv, phi, mask, mode, u):
     nd = s.shape[0]
     logits = np.empty(nd)
     best = -1
@@ -275,6 +282,12 @@ def _choose(s, w, phi, mask, mode, u):
         x = s[d]
         for f in range(w.shape[0]):
             x += w[f] * phi[d, f]
+        for j in range(ha.shape[0]):  # the state head, if any
+            z = hb[j]
+            for f in range(w.shape[0]):
+                z += ha[j, f] * phi[d, f]
+            if z > 0.0:
+                x += hv[j] * z
         logits[d] = x if mask[d] else MASKED
         if mask[d] and (best < 0 or logits[d] > logits[best]):
             best = d

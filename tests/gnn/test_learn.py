@@ -178,3 +178,28 @@ def test_temperature_sharpens_samples_and_leaves_the_greedy_placement():
         scores = tempered(policy(st.features), 0.25)
         logp, _ = decision_logp(scores, cold.ro)
     assert torch.allclose(logp.double(), cold.old_logp.double())
+
+
+def test_the_state_head_is_one_function_in_the_rollout_and_the_loss(tmp_path):
+    """The compiled rollout and the torch loss compute the same nonlinear head: each greedy
+    decision takes the torch logits' argmax at the state it was taken in."""
+    from gplace.gnn.learn import decision_logits
+    from gplace.gnn.schedule import GREEDY, rollout
+    torch.manual_seed(0)
+    st = state(2, "post-4gpu")
+    policy = GNNPolicy(hidden_channels=16, num_layers=1, head_hidden=8)
+    assert "head_hidden" not in GNNPolicy(hidden_channels=16, num_layers=1).kwargs
+    plain = greedy(policy, st)  # the head's output weights start at zero: the linear policy
+    with torch.no_grad():
+        for p in policy.head_v.parameters():
+            p.normal_()
+        scores = policy(st.features)
+    ro = rollout(st.sched, *scores.numpy(), GREEDY, head=scores.head_numpy())
+    logits = decision_logits(scores, torch.as_tensor(ro.phi), torch.as_tensor(ro.mask))
+    chosen = logits.gather(-1, torch.as_tensor(ro.placements)[..., None]).squeeze(-1)
+    assert torch.all(chosen >= logits.max(-1).values - 1e-9)
+    assert not np.array_equal(ro.placements[0], plain)  # the head changes decisions
+    assert np.array_equal(greedy(policy, st), ro.placements[0])
+    policy.save(tmp_path / "p.pt")
+    loaded = GNNPolicy.load(tmp_path / "p.pt")[0]
+    assert np.array_equal(greedy(loaded, st), ro.placements[0])
