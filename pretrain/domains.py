@@ -219,8 +219,8 @@ def variant_table(records: list[dict]) -> str:
            "ft 100 |", "|---|---|---|---|---|---|---|"]
     for variant in sorted({r["variant"] for r in records} - {"linear"}):
         mine = [r for r in records if r["variant"] == variant]
-        pairs = [(r, linear[r["key"].split(" ", 2)[2]]) for r in mine
-                 if r["key"].split(" ", 2)[2] in linear]
+        pairs = [(r, linear[r["key"].split(" ", 1)[1]]) for r in mine
+                 if r["key"].split(" ", 1)[1] in linear]
         for name in [d for d in DOMAINS if any(r["domain"] == d for r, _ in pairs)] + ["all"]:
             ps = [(r, q) for r, q in pairs if name == "all" or r["domain"] == name]
             cells = [geomean(r[a] / q[a] for r, q in ps) for a in ("held-out ft 100",
