@@ -265,6 +265,17 @@ def case_table(records: list[dict]) -> str:
     return "\n".join(out)
 
 
+HEAD_PROSE = """## The decision rule: the state head against the linear policy
+
+The same protocol with a nonlinear state head (`gplace pretrain --head-hidden H`): each
+decision's logit gains v[u] . relu(A phi + b[u]) over the partial-schedule features phi,
+learned with the rest; its output weights start at zero, so the untrained networks of both
+variants are the same function. Rebuilt by `nice .venv/bin/python -m pretrain.domains
+--head-hidden H`; the same cases and seeds as the linear policy's.
+
+"""
+
+
 def write_page(records: list[dict], commit: str) -> None:
     from gplace.io import atomic_write_text
     if not records:
@@ -301,13 +312,7 @@ delete a line to rerun its case), code at commit {commit}.
 
 {summary_table(records)}
 
-{"## The decision rule: the state head against the linear policy" + chr(10) + chr(10)
- + "The same protocol with a nonlinear state head (`gplace pretrain --head-hidden H`): each "
- + "decision's logit gains v[u] . relu(A phi + b[u]) over the partial-schedule features phi, "
- + "learned with the rest; its output weights start at zero, so the untrained networks of "
- + "both variants are the same function. Rebuilt by `nice .venv/bin/python -m "
- + "pretrain.domains --head-hidden H`." + chr(10) + chr(10) + variants + chr(10)
- if variants else ""}
+{HEAD_PROSE + variants + chr(10) if variants else ""}
 ## Per case (the linear policy)
 
 {case_table(records)}
