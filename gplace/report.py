@@ -1,4 +1,4 @@
-"""The outputs of ``gplace place``: placed.pb, placement.json, trace.json, report.html + PNGs,
+"""The outputs of ``gplace place``: placed.pb, placement.json, trace.json, report.html + SVGs,
 written into one folder all at once (the page: :mod:`gplace.report_page`, the figures:
 :mod:`gplace.report_figures`).
 """
@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from gplace.io import atomic_write, atomic_write_bytes, atomic_write_text
+from gplace.io import atomic_write_bytes, atomic_write_text
 from gplace.sim import FastSimulator
 from gplace.sim.trace import write_trace
 
@@ -96,8 +96,6 @@ def placement_record(result) -> dict:
 
 
 def _write_outputs(result, out: Path) -> list[Path]:
-    import matplotlib
-    matplotlib.use("Agg")
     from gplace import report_figures as fig
     from gplace.report_page import report_html
     written = []
@@ -109,11 +107,10 @@ def _write_outputs(result, out: Path) -> list[Path]:
     sim = FastSimulator(result.problem).run(result.unit_placement)
     write_trace(out / "trace.json", result.problem, sim)
     written += [out / "placement.json", out / "trace.json"]
-    figures = {"gantt.png": fig.gantt(result, sim), "devices.png": fig.devices_figure(result, sim),
-               "finetune.png": fig.finetune_curve(result), "comparison.png": fig.comparison(result)}
+    figures = {"gantt.svg": fig.gantt(result, sim), "devices.svg": fig.devices_figure(result, sim),
+               "finetune.svg": fig.finetune_curve(result), "comparison.svg": fig.comparison(result)}
     for name, figure in figures.items():
-        atomic_write(out / name, lambda f, figure=figure: figure.savefig(
-            f, format="png", dpi=100, bbox_inches="tight"), binary=True)
+        atomic_write_text(out / name, figure)
         written.append(out / name)
     atomic_write_text(out / "report.html", report_html(result, sim, list(figures),
                                                            placed=placed is not None))

@@ -3,7 +3,7 @@
 Sections, top to bottom: a headline (graph, cluster, step time, speed-ups, who found it), the
 placers compared, the devices (ops, busy time, peak memory against capacity), where the
 top-level name scopes went, the figures, and how to run ``placed.pb``. Plain HTML with inline
-CSS, no script; the figures are PNG files beside the page, so the folder is self-contained.
+CSS, no script; the figures are SVG files beside the page, so the folder is self-contained.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from typing import NamedTuple
 import numpy as np
 
 CAPTIONS = {
-    "gantt.png": "One training step of the placement, simulated: a row per device, one for the "
+    "gantt.svg": "One training step of the placement, simulated: a row per device, one for the "
                  "links with the tensors they carry.",
-    "devices.png": "Busy share of the step and peak memory against capacity, per device.",
-    "finetune.png": "Fine-tuning: the best step time after each measured placement.",
-    "comparison.png": "The placement against the single fastest device, the best heuristic, "
+    "devices.svg": "Busy share of the step and peak memory against capacity, per device.",
+    "finetune.svg": "Fine-tuning: the best step time after each measured placement.",
+    "comparison.svg": "The placement against the single fastest device, the best heuristic, "
                       "the zero-shot policy and the lower bound.",
 }
 TOP_SCOPES = 15  # scopes listed by name; the rest share one row
@@ -116,7 +116,7 @@ def _scope_row(label: str, mask: np.ndarray, sim, busy: float, num_devices: int)
 
 
 def report_html(result, sim, figures: list[str], placed: bool = True) -> str:
-    """The whole page; ``figures`` are PNG file names in the page's folder; ``placed``: whether
+    """The whole page; ``figures`` are SVG file names in the page's folder; ``placed``: whether
     placed.pb was written (not for a graph given as an OpGraph)."""
     s = result.summary
     body = "".join([

@@ -76,8 +76,8 @@ def test_cli_exports_everything(checkpoint, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout)
     assert summary["samples"] == 10
-    for name in ("placed.pb", "placement.json", "trace.json", "report.html", "gantt.png",
-                 "devices.png", "finetune.png", "comparison.png"):
+    for name in ("placed.pb", "placement.json", "trace.json", "report.html", "gantt.svg",
+                 "devices.svg", "finetune.svg", "comparison.svg"):
         assert (tmp_path / name).stat().st_size > 0, name
     placement = json.loads((tmp_path / "placement.json").read_text())["placement"]
     import gplace

@@ -3,6 +3,7 @@ folder and shown on the page, and per-device and per-scope figures checked by ha
 
 import re
 from dataclasses import replace
+from xml.etree import ElementTree
 
 import numpy as np
 import pytest
@@ -53,7 +54,7 @@ def sim(result):
 
 @pytest.fixture(scope="module")
 def page(result, sim) -> str:
-    return report_html(result, sim, ["gantt.png", "devices.png"])
+    return report_html(result, sim, ["gantt.svg", "devices.svg"])
 
 
 def test_device_rows_count_ops_busy_time_and_memory(result, sim):
@@ -155,10 +156,11 @@ def test_export_folder_holds_the_page_and_every_figure_it_shows(result, tmp_path
     assert "placed.pb" not in names  # an OpGraph source has no TF graph to export
     page = (tmp_path / "report.html").read_text()
     shown = re.findall(r"<img src='([^']+)'", page)
-    pngs = sorted(f.name for f in tmp_path.iterdir() if f.suffix == ".png")
-    assert sorted(shown) == pngs == ["comparison.png", "devices.png", "finetune.png",
-                                     "gantt.png"]
-    for name in shown:
-        assert (tmp_path / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svgs = sorted(f.name for f in tmp_path.iterdir() if f.suffix == ".svg")
+    assert sorted(shown) == svgs == ["comparison.svg", "devices.svg", "finetune.svg",
+                                     "gantt.svg"]
+    for name in shown:  # well-formed SVG documents
+        root = ElementTree.fromstring((tmp_path / name).read_text())
+        assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert "No <code>placed.pb</code>" in page
     assert sorted(f.name for f in tmp_path.iterdir()) == sorted(names)  # nothing else left
