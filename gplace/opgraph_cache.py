@@ -36,13 +36,27 @@ def cache_folder() -> Path | None:
     given = os.environ.get(ENV)
     if given is not None:
         return None if given.strip().lower() in ("", "off", "0", "none") else Path(given)
+    return _user_base() / "opgraphs"
+
+
+def user_cache(kind: str) -> Path | None:
+    """The folder of another kind of cached data (e.g. "policies": a checkpoint's weights as
+    numpy arrays, gplace.gnn.infer) beside the OpGraph entries: ``$GPLACE_CACHE_DIR/KIND``, or
+    the user cache folder's ``gplace/KIND``; None when the cache is off."""
+    folder = cache_folder()
+    if folder is None:
+        return None
+    return folder / kind if os.environ.get(ENV) is not None else _user_base() / kind
+
+
+def _user_base() -> Path:
     if sys.platform == "darwin":
         base = Path.home() / "Library" / "Caches"
     elif os.name == "nt":
         base = Path(os.environ.get("LOCALAPPDATA") or Path.home() / "AppData" / "Local")
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "gplace" / "opgraphs"
+    return base / "gplace"
 
 
 def importer_version() -> str:

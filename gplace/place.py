@@ -105,7 +105,7 @@ class PlacementResult:
         return {n: tf_names[d] for n, d in zip(self.graph.names.tolist(), devs.tolist())}
 
     def export(self, out: str | Path) -> list[Path]:
-        """placed.pb, placement.json, trace.json, report.html and its PNGs in ``out``."""
+        """placed.pb, placement.json, trace.json, report.html and its SVGs in ``out``."""
         from gplace.report import export_all
         return export_all(self, Path(out))
 
@@ -119,9 +119,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
     the op a real step runs (default: gplace.real.measurer.step_op's choice);
     ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
-    import torch
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
-    torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES
     if not 0 <= finetune <= MAX_SAMPLES:
@@ -131,8 +129,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     graph = model if isinstance(model, OpGraph) else load_graph(model, **torch_options)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
-    from gplace.gnn.placer import GNNPlacer
-    placer = checkpoint if isinstance(checkpoint, GNNPlacer) else GNNPlacer(seed, checkpoint)
+    placer = _placer(checkpoint, seed, finetune, measure)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model_for(model))
@@ -158,6 +155,20 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
+
+
+def _placer(checkpoint, seed: int, finetune: int, measure: str):
+    """The learned placer: without fine-tuning on the simulator, the policy's numpy forward
+    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer)."""
+    if checkpoint is None or isinstance(checkpoint, (str, Path)):
+        if finetune == 0 and measure == "sim":
+            from gplace.gnn.infer import ZeroShotPlacer
+            return ZeroShotPlacer(seed, checkpoint)
+    import torch
+
+    from gplace.gnn.placer import GNNPlacer
+    torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
+    return checkpoint if isinstance(checkpoint, GNNPlacer) else GNNPlacer(seed, checkpoint)
 
 
 def refine_exact(result: PlacementResult, seconds: float, workers: int = 2) -> PlaceResult:

@@ -185,6 +185,9 @@ def policy_checkpoint(path: str | None) -> str | None:
     """``--checkpoint`` of ``place``: a PyTorch file that loads (its fields are checked by
     gplace.load)."""
     if path is not None:
+        from gplace.gnn.infer import is_cached
+        if Path(path).is_file() and is_cached(path):
+            return path  # these bytes loaded before: their weights are in the cache
         from gplace.io import read_checkpoint
         read_checkpoint(path, "policy checkpoint")
     return path

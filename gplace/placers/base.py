@@ -157,7 +157,8 @@ REGISTRY: dict[str, Callable[..., Placer]] = {}
 # The modules whose import registers placers; the learned one imports this module, so it is
 # named here rather than imported (a registry of plugins, not an import cycle).
 PLACER_MODULES = ("gplace.placers.heuristics", "gplace.placers.post_table",
-                  "gplace.placers.search", "gplace.gnn.placer")
+                  "gplace.placers.search", "gplace.placers.optimal", "gplace.gnn.placer")
+CHEAP_MODULE = "gplace.placers.heuristics"  # every cheap heuristic registers there
 
 
 def register(name: str, cheap: bool = False):
@@ -177,10 +178,17 @@ CHEAP_ORDER = ("single", "heft", "m-etf", "m-sct", "m-topo", "expert", "chunks")
 
 def cheap_heuristics() -> tuple[str, ...]:
     """Names of the registered cheap heuristics, in ``CHEAP_ORDER`` then by name."""
-    _import_placers()
+    import importlib
+    importlib.import_module(CHEAP_MODULE)
     cheap = [n for n, f in REGISTRY.items() if getattr(f, "cheap", False)]
     return tuple(sorted(cheap, key=lambda n: (CHEAP_ORDER.index(n) if n in CHEAP_ORDER
                                                else len(CHEAP_ORDER), n)))
+
+
+def placer_names() -> list[str]:
+    """Every registered placer's name."""
+    _import_placers()
+    return sorted(REGISTRY)
 
 
 def _import_placers() -> None:
@@ -191,7 +199,8 @@ def _import_placers() -> None:
 
 def get_placer(name: str, **config) -> Placer:
     """The placer called ``name``, built with ``config`` (e.g. ``seed=0``)."""
-    _import_placers()
+    if name not in REGISTRY:
+        _import_placers()
     if name not in REGISTRY:
         raise ConfigError(f"unknown placer {name!r}; choose one of {', '.join(sorted(REGISTRY))}")
     return REGISTRY[name](**config)

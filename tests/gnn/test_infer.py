@@ -1,0 +1,123 @@
+"""The numpy forward of a loaded policy (gplace.gnn.infer) against the torch one: the same
+scores to float32 rounding, the same greedy and zero-shot placements, and a zero-shot
+`gplace place` that never imports torch once the weights are cached."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from gplace.cluster import load_cluster
+from gplace.gnn import infer
+from gplace.gnn.features import problem_features
+from gplace.gnn.learn import tempered
+from gplace.gnn.placer import GNNPlacer, load_policy
+from gplace.gnn.policy import FeatureTensors, GNNPolicy
+from gplace.gnn.schedule import GREEDY, build_sched, rollout
+from gplace.placers import SimMeasurer
+from gplace.problem import PlacementProblem
+from gplace.sim.random_graphs import RandomDagConfig, random_dag
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "gplace" / "examples" / "small_resnet.pb"
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GPLACE_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def problems():
+    """Random DAGs of three sizes on two clusters, and the bundled example."""
+    for ops, cluster in ((30, "post-4gpu"), (120, "hetero"), (300, "post-4gpu")):
+        yield PlacementProblem.build(random_dag(RandomDagConfig(ops=ops), ops), load_cluster(cluster))
+
+
+def torch_scores(policy: GNNPolicy, problem) -> infer.ScoresNp:
+    with torch.no_grad():
+        out = tempered(policy.train()(FeatureTensors.from_numpy(problem_features(problem))), 0.25)
+    s, w = out.numpy()
+    return infer.ScoresNp(s, w, out.head_numpy())
+
+
+@pytest.mark.parametrize("k", range(3))
+def test_the_numpy_scores_are_torchs_to_float32_rounding(k):
+    problem = list(problems())[k]
+    policy, _ = load_policy()
+    weights = infer.load_weights()
+    ours = infer.as_float64(infer.tempered(infer.scores(weights, problem_features(problem)), 0.25))
+    theirs = torch_scores(policy, problem)
+    np.testing.assert_allclose(ours.s, theirs.s, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(ours.w, theirs.w, rtol=1e-5, atol=1e-4)
+    sched = build_sched(problem)
+    greedy = [rollout(sched, sc.s, sc.w, GREEDY).placements[0] for sc in (ours, theirs)]
+    assert np.array_equal(*greedy)
+
+
+def test_a_state_head_is_computed_alike():
+    policy = GNNPolicy(head_hidden=4, lean=True).eval()
+    with torch.no_grad():  # the head's output weights start at zero: give them some
+        for p in policy.head_v.parameters():
+            p.normal_(0, 0.01)
+    weights = infer.PolicyWeights(dict(policy.kwargs), {k: v.numpy()
+                                                        for k, v in policy.state_dict().items()})
+    problem = next(problems())
+    ours = infer.as_float64(infer.tempered(infer.scores(weights, problem_features(problem)), 0.25))
+    theirs = torch_scores(policy, problem)
+    for a, b in zip((ours.s, ours.w, *ours.head), (theirs.s, theirs.w, *theirs.head)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
+
+
+def test_the_zero_shot_result_is_gnnplacers():
+    for problem in problems():
+        seeds = [np.zeros(problem.num_units, np.int64)]
+        a = GNNPlacer(seed=3).place(problem, SimMeasurer(problem), 0, seeds=seeds)
+        b = infer.ZeroShotPlacer(seed=3).place(problem, SimMeasurer(problem), 0, seeds=seeds)
+        assert np.array_equal(a.placement, b.placement)
+        assert a.step_time_s == b.step_time_s
+        for key in ("zero_shot_step_time_s", "start_step_time_s"):
+            assert a.info[key] == b.info[key]
+        assert np.array_equal(a.info["zero_shot_placement"], b.info["zero_shot_placement"])
+
+
+def test_a_near_tie_is_decided_by_torch(monkeypatch):
+    problem = next(problems())
+    monkeypatch.setattr(infer, "SAFE_LOGIT_GAP", np.inf)  # every greedy decision is "close"
+    placer = infer.ZeroShotPlacer(seed=0)
+    called = []
+    real = placer._torch_scores
+    monkeypatch.setattr(placer, "_torch_scores", lambda f: called.append(1) or real(f))
+    assert np.array_equal(placer.zero_shot(problem), GNNPlacer(seed=0).zero_shot(problem))
+    assert called
+
+
+def test_the_weights_are_cached_by_the_checkpoints_bytes(tmp_path):
+    first = infer.load_weights()
+    assert infer.is_cached(infer.SHIPPED)
+    again = infer.load_weights()
+    assert first.kwargs == again.kwargs and first.arrays.keys() == again.arrays.keys()
+    assert all(np.array_equal(first.arrays[k], again.arrays[k]) for k in first.arrays)
+    copy = tmp_path / "copy.pt"
+    copy.write_bytes(infer.SHIPPED.read_bytes())
+    assert infer.weights_cache(copy) == infer.weights_cache(infer.SHIPPED)
+
+
+def test_a_corrupt_cache_entry_is_read_from_the_checkpoint_again():
+    entry = infer.weights_cache(infer.SHIPPED)
+    entry.parent.mkdir(parents=True)
+    entry.write_bytes(b"not an npz")
+    assert infer.load_weights().arrays.keys() == infer.load_weights().arrays.keys()
+    assert infer.is_cached(infer.SHIPPED)
+
+
+def test_zero_shot_place_imports_no_torch_once_the_weights_are_cached(tmp_path):
+    infer.load_weights()  # the cache of this test (GPLACE_CACHE_DIR)
+    code = ("import sys; from gplace.cli import main; "
+            f"main(['place', {str(EXAMPLE)!r}, '--cluster', 'post-4gpu', '--out', "
+            f"{str(tmp_path / 'o')!r}, '--json']); "
+            "print('torch' in sys.modules, 'matplotlib' in sys.modules, file=sys.stderr)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stderr.strip().splitlines()[-1] == "False False"
