@@ -17,6 +17,10 @@ CLUSTERS, at full granularity as ``gplace place`` builds the problem, seeds SEED
 
 ``--head-hidden H`` runs the same protocol with the policy's state head (GNNPolicy
 head_hidden; the ablation of the linear decision rule), as the variant "head H".
+``--corpus datasets`` trains on the whole corpus (datasets/: 303 training graphs instead of
+corpus139's 125, the domain's families left out as before; the ablation of breadth), as the
+variant "whole corpus"; its experts are the archived ones plus those ``gplace pretrain --corpus
+datasets`` searched for the other graphs (cached beside the corpus).
 
 Runs live in runs/domains/<variant>/<domain>/ (rerun to resume); records go to
 pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. Every step
@@ -32,13 +36,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import yaml
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
-CORPUS = HERE / "corpus139"
+CORPUS = HERE / "corpus139"  # the held-out cases come from its manifest, for every variant
+TRAIN_CORPORA = {"corpus139": CORPUS, "datasets": ROOT / "datasets"}
 RUNS = ROOT / "runs" / "domains"
 RECORDS = HERE / "domains.jsonl"
 PAGE = HERE / "DOMAINS.md"
@@ -59,8 +65,8 @@ SEED = 0     # of the corpus draw and of each pretraining run
 SEEDS = (0, 1, 2)  # of the untrained network and of fine-tuning, per held-out case
 
 
-def manifest_rows() -> list[dict]:
-    return yaml.safe_load((CORPUS / "manifest.yaml").read_text())["graphs"]
+def manifest_rows(corpus: Path = CORPUS) -> list[dict]:
+    return yaml.safe_load((corpus / "manifest.yaml").read_text())["graphs"]
 
 
 def domain_of(family: str) -> str:
@@ -84,22 +90,36 @@ def held_out(domain: str) -> list[dict]:
     return sorted(medians, key=lambda r: (r["ops"], r["name"]))[:EVAL_GRAPHS]
 
 
-def variant_name(head_hidden: int) -> str:
-    return f"head {head_hidden}" if head_hidden else "linear"
+class Variant(NamedTuple):
+    head_hidden: int = 0      # the state head's width (0: the linear policy)
+    corpus: str = "corpus139"  # the training corpus, a key of TRAIN_CORPORA
+
+    @property
+    def name(self) -> str:
+        parts = [f"head {self.head_hidden}"] if self.head_hidden else []
+        parts += ["whole corpus"] if self.corpus == "datasets" else []
+        return ", ".join(parts) or "linear"
+
+    @property
+    def slug(self) -> str:
+        """The variant's prefix in case keys and its runs/ folder ("" for the linear policy)."""
+        return "-".join(([f"head{self.head_hidden}"] if self.head_hidden else [])
+                        + (["whole"] if self.corpus == "datasets" else []))
 
 
-def run_folder(domain: str, head_hidden: int) -> Path:
-    return RUNS / domain if not head_hidden else RUNS / f"head{head_hidden}" / domain
+def run_folder(domain: str, variant: Variant) -> Path:
+    return RUNS / variant.slug / domain if variant.slug else RUNS / domain
 
 
-def write_corpus(domain: str) -> Path:
-    """runs/domains/<domain>/corpus/manifest.yaml: corpus139's training and validation graphs
-    outside the domain (the test split stays out, as for the shipped policy)."""
-    folder = RUNS / domain / "corpus"
+def write_corpus(domain: str, variant: Variant) -> Path:
+    """runs/domains/[<variant>/]<domain>/corpus/manifest.yaml: the training corpus' training
+    and validation graphs outside the domain (the test split stays out, as for the shipped
+    policy)."""
+    folder = run_folder(domain, variant) / "corpus"
     folder.mkdir(parents=True, exist_ok=True)
-    rows = [r for r in manifest_rows()
+    rows = [r for r in manifest_rows(TRAIN_CORPORA[variant.corpus])
             if r["split"] in ("train", "validation") and domain_of(r["family"]) != domain]
-    corpus_dir = os.path.relpath((CORPUS / "../../datasets/corpus").resolve(), folder)
+    corpus_dir = os.path.relpath((ROOT / "datasets/corpus").resolve(), folder)
     text = yaml.safe_dump({"corpus_dir": corpus_dir, "graphs": rows}, sort_keys=False)
     path = folder / "manifest.yaml"
     if not path.exists() or path.read_text() != text:
@@ -107,15 +127,16 @@ def write_corpus(domain: str) -> Path:
     return folder
 
 
-def pretrain(domain: str, steps: int, head_hidden: int, log) -> Path:
+def pretrain(domain: str, steps: int, variant: Variant, log) -> Path:
     """The policy pretrained without the domain (resumed where a run stopped)."""
-    out = run_folder(domain, head_hidden) / "policy.pt"
+    out = run_folder(domain, variant) / "policy.pt"
     if out.exists():
         return out
-    corpus = write_corpus(domain)
+    corpus = write_corpus(domain, variant)
     cmd = [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus),
            "--restore", str(CORPUS / "experts.npz"), "--random-clusters", "0", "--rounds", "1",
-           "--max-steps", str(steps), "--seed", str(SEED), "--head-hidden", str(head_hidden),
+           "--max-steps", str(steps), "--seed", str(SEED),
+           "--head-hidden", str(variant.head_hidden),
            "--out", str(out), "--no-progress"]
     print(f"domains: {domain}: {' '.join(cmd[1:])}", file=log, flush=True)
     t0 = time.perf_counter()
@@ -152,22 +173,22 @@ def networks(policy_path: Path, seed: int) -> dict:
     return {"held-out": held, "untrained": GNNPolicy(**held.kwargs), "shipped": load_policy()[0]}
 
 
-def run(domains: list[str], steps: int, head_hidden: int, log) -> None:
+def run(domains: list[str], steps: int, variant: Variant, log) -> None:
     import torch
     torch.set_num_threads(1)
     done = {r["key"] for r in load_records()}
     for domain in domains:
         cases = [(row, c, s) for row in held_out(domain) for c in CLUSTERS for s in SEEDS]
-        if all(case_key(domain, row["name"], c, s, head_hidden) in done for row, c, s in cases):
+        if all(case_key(domain, row["name"], c, s, variant) in done for row, c, s in cases):
             continue
-        policy = pretrain(domain, steps, head_hidden, log)
+        policy = pretrain(domain, steps, variant, log)
         for row, cluster, seed in cases:
-            key = case_key(domain, row["name"], cluster, seed, head_hidden)
+            key = case_key(domain, row["name"], cluster, seed, variant)
             if key in done:
                 continue
             t0 = time.perf_counter()
             rec = {"key": key, "domain": domain, "steps": steps,
-                   "variant": variant_name(head_hidden),
+                   "variant": variant.name,
                    **evaluate(row, cluster, seed, policy)}
             rec["wall_s"] = round(time.perf_counter() - t0, 1)
             append_record(rec)
@@ -177,8 +198,9 @@ def run(domains: list[str], steps: int, head_hidden: int, log) -> None:
                   f"({rec['wall_s']:.0f} s)", file=log, flush=True)
 
 
-def case_key(domain: str, graph: str, cluster: str, seed: int, head_hidden: int = 0) -> str:
-    return ((f"head{head_hidden} " if head_hidden else "") + f"{domain} {graph} {cluster}"
+def case_key(domain: str, graph: str, cluster: str, seed: int,
+             variant: Variant = Variant()) -> str:
+    return ((f"{variant.slug} " if variant.slug else "") + f"{domain} {graph} {cluster}"
             + (f" s{seed}" if seed else ""))
 
 
@@ -265,13 +287,20 @@ def case_table(records: list[dict]) -> str:
     return "\n".join(out)
 
 
-HEAD_PROSE = """## The decision rule: the state head against the linear policy
+VARIANT_PROSE = """## Variants against the linear policy
 
-The same protocol with a nonlinear state head (`gplace pretrain --head-hidden H`): each
-decision's logit gains v[u] . relu(A phi + b[u]) over the partial-schedule features phi,
-learned with the rest; its output weights start at zero, so the untrained networks of both
-variants are the same function. Rebuilt by `nice .venv/bin/python -m pretrain.domains
---head-hidden H`; the same cases and seeds as the linear policy's.
+The same protocol, cases and seeds with one change each:
+
+- **head H**, the decision rule (`--head-hidden H`): each decision's logit gains
+  v[u] . relu(A phi + b[u]) over the partial-schedule features phi, learned with the rest; its
+  output weights start at zero, so the untrained networks of both variants are the same
+  function;
+- **whole corpus**, breadth (`--corpus datasets`): pretrained on the training and validation
+  graphs of all of datasets/ outside the domain (303 training graphs instead of corpus139's
+  125) on the same preset clusters, imitating the archived experts where corpus139 has them
+  and, for the other graphs, the experts of `gplace pretrain --corpus datasets --expert-from
+  gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from the shipped policy,
+  which saw every domain, as the archived experts' searches did).
 
 """
 
@@ -312,7 +341,7 @@ delete a line to rerun its case), code at commit {commit}.
 
 {summary_table(records)}
 
-{HEAD_PROSE + variants + chr(10) if variants else ""}
+{VARIANT_PROSE + variants + chr(10) if variants else ""}
 ## Per case (the linear policy)
 
 {case_table(records)}
@@ -334,10 +363,12 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps of each policy")
     ap.add_argument("--head-hidden", type=int, default=0,
                     help="the variant with a state head of this width (0: the linear policy)")
+    ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
+                    help="the training corpus (datasets: the variant 'whole corpus')")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
     if not args.page_only:
-        run(args.domains, args.steps, args.head_hidden, sys.stderr)
+        run(args.domains, args.steps, Variant(args.head_hidden, args.corpus), sys.stderr)
     write_page(load_records(), _commit())
     return 0
 
