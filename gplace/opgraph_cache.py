@@ -137,7 +137,10 @@ def finish(pending) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m gplace.opgraph_cache PATH [UNKNOWN_DIM]``: imports PATH into the cache."""
+    """``python -m gplace.opgraph_cache PATH [UNKNOWN_DIM]``: imports PATH into the cache,
+    with TensorFlow's graph framework alone (gplace.tfimport.use_framework_only)."""
+    from gplace.tfimport import use_framework_only
+    use_framework_only()
     try:
         load_graph(argv[0], unknown_dim=int(argv[1]) if len(argv) > 1 else 1)
     except GraphError as e:

@@ -153,14 +153,15 @@ def _cannot_inline(fdef) -> str | None:
 def body_graph_def(fdef, library: dict):
     """``(graph_def, flat_names)`` of a function body; ``flat_names`` maps "node:arg:i" to
     "node:j". TF looks nested functions up in the default graph, so the library goes there."""
-    import tensorflow as tf
+    from tensorflow.core.framework import graph_pb2
+    from tensorflow.python.framework import importer, ops
     from tensorflow.python.framework.function_def_to_graph import function_def_to_graph_def
-    holder = tf.Graph()
+    holder = ops.Graph()
     try:
         with holder.as_default():
-            lib = tf.compat.v1.GraphDef()
+            lib = graph_pb2.GraphDef()
             lib.library.function.extend(library.values())
-            tf.graph_util.import_graph_def(lib, name="")
+            importer.import_graph_def(lib, name="")
             body, flat_names = function_def_to_graph_def(fdef)
     except Exception as e:  # TF raises many kinds here; the message names the function
         raise GraphError(f"cannot read the body of function {fdef.signature.name}: "

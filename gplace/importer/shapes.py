@@ -134,13 +134,14 @@ def _dtype_name(node) -> str:
 
 
 def infer_shapes(graph_def, unknown_dim: int = 1) -> ShapeInfo:
-    import tensorflow as tf
-    tf.get_logger().setLevel("ERROR")
+    from tensorflow.python.framework import importer, ops
+    from tensorflow.python.platform import tf_logging
+    tf_logging.get_logger().setLevel("ERROR")
     prepared, replaced = _prepare_for_inference(graph_def, unknown_dim)
-    graph = tf.Graph()
+    graph = ops.Graph()
     try:
         with graph.as_default():
-            tf.graph_util.import_graph_def(prepared, name="")
+            importer.import_graph_def(prepared, name="")
     except Exception as e:  # TF raises ValueError, InvalidArgumentError, ...; we fall back
         info = _from_static(graph_def, _grappler_shapes(prepared, with_dtypes=True))
         info.inference_error = " ".join(str(e).split())[:300]
