@@ -52,7 +52,7 @@ def run(args) -> int:
     if args.loss is not None and args.measure != "real":
         raise ConfigError(f"--loss {args.loss!r} names the op a real step runs; it needs "
                           f"--measure real")
-    checks.model_path(args.model)  # before the 5-15 s of importing TensorFlow and torch
+    checks.model_path(args.model)  # before the seconds of importing TensorFlow and torch
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     checks.policy_checkpoint(args.checkpoint)
@@ -70,7 +70,9 @@ def run(args) -> int:
     if args.measure == "sim":  # the graph imports (TensorFlow) in another process meanwhile
         from gplace.opgraph_cache import finish, prefetch
         pending = prefetch(args.model)
-    from gplace.place import place, refine_exact  # torch, numba, the placers
+    from gplace.place import place, refine_exact  # numba, the placers
+    if args.finetune or args.measure != "sim":
+        import torch  # noqa: F401 - fine-tuning's policy (1-2 s): beside the graph's import
     if pending is not None:
         finish(pending)  # a bad graph's error from there
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
