@@ -238,7 +238,8 @@ def variant_table(records: list[dict]) -> str:
     linear = {r["key"]: r for r in records if r["variant"] == "linear"}
     out = ["| variant | held out | cases | variant / linear, ft 100 | variant / linear, "
            "zero-shot | variant / its untrained network, ft 100 | linear / untrained, "
-           "ft 100 |", "|---|---|---|---|---|---|---|"]
+           "ft 100 | its untrained / linear's untrained, ft 100 (min-max) |",
+           "|---|---|---|---|---|---|---|---|"]
     for variant in sorted({r["variant"] for r in records} - {"linear"}):
         mine = [r for r in records if r["variant"] == variant]
         pairs = [(r, linear[r["key"].split(" ", 1)[1]]) for r in mine
@@ -249,8 +250,10 @@ def variant_table(records: list[dict]) -> str:
                                                                    "held-out zero-shot")]
             own = geomean(r["held-out ft 100"] / r["untrained ft 100"] for r, _ in ps)
             lin = geomean(q["held-out ft 100"] / q["untrained ft 100"] for _, q in ps)
+            noise = [r["untrained ft 100"] / q["untrained ft 100"] for r, q in ps]
             out.append(f"| {variant} | {name} | {len(ps)} | {cells[0]:.3f} | {cells[1]:.3f} | "
-                       f"{own:.3f} | {lin:.3f} |")
+                       f"{own:.3f} | {lin:.3f} | {geomean(noise):.3f} "
+                       f"({min(noise):.3f}-{max(noise):.3f}) |")
     return "\n".join(out) if len(out) > 2 else ""
 
 
@@ -301,6 +304,12 @@ The same protocol, cases and seeds with one change each:
   and, for the other graphs, the experts of `gplace pretrain --corpus datasets --expert-from
   gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from the shipped policy,
   which saw every domain, as the archived experts' searches did).
+
+The last column compares the two untrained networks' runs: for the whole corpus the same
+network and seeds, run on another machine and day than the linear policy's records (torch's
+last bits follow the CPU's kernels, and 100 samples of fine-tuning amplify them), so it
+measures how far the ft 100 figures move between runs; for the head, a network with more
+weights (the same function at the start, not during fine-tuning).
 
 """
 
