@@ -12,7 +12,8 @@ user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Cac
 ``%LOCALAPPDATA%`` on Windows) + ``gplace/opgraphs``. Entries are written atomically
 (OpGraph.save); one that cannot be read is imported again and rewritten; a folder that cannot
 be written only costs the next run its import again. The folder keeps the MAX_ENTRIES entries
-used last (a read touches its entry).
+used last (a read touches its entry). Other kinds of cached data live in folders beside it
+(:func:`user_cache`).
 """
 
 from __future__ import annotations

@@ -150,12 +150,16 @@ def as_float64(sc: ScoresNp) -> ScoresNp:
 
 # ---- the weights and their cache -----------------------------------------------------------
 def weights_cache(checkpoint: Path) -> Path | None:
-    """The cached arrays' file of a checkpoint (its bytes' hash); None when the cache is off."""
+    """The cached arrays' file of a checkpoint (its bytes' hash); None when the cache is off or
+    the file cannot be read."""
     from gplace.opgraph_cache import user_cache
     folder = user_cache("policies")
     if folder is None:
         return None
-    digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    try:
+        digest = hashlib.sha256(checkpoint.read_bytes()).hexdigest()
+    except OSError:
+        return None  # unreadable: the checkpoint's own reader says why
     return folder / f"{digest}-{WEIGHTS_SCHEME}.npz"
 
 
