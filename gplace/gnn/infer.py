@@ -68,9 +68,9 @@ class PolicyWeights(NamedTuple):
 
     def mlp(self, name: str, x: np.ndarray) -> np.ndarray:
         """gplace.gnn.policy.mlp: Linear layers at even indices, ReLU between them."""
-        layers = sorted(int(k[len(name) + 1:-len(".weight")]) for k in self.arrays
-                        if k.startswith(f"{name}.") and k.endswith(".weight")
-                        and k[len(name) + 1:-len(".weight")].isdigit())
+        index = (k[len(name) + 1:-len(".weight")] for k in self.arrays
+                 if k.startswith(f"{name}.") and k.endswith(".weight"))
+        layers = sorted(int(i) for i in index if i.isdigit())
         for i, k in enumerate(layers):
             x = self.linear(f"{name}.{k}", x)
             if i < len(layers) - 1:
@@ -79,21 +79,17 @@ class PolicyWeights(NamedTuple):
 
 
 # ---- the forward ---------------------------------------------------------------------------
-def scores(weights: PolicyWeights, f, dtype=np.float32) -> ScoresNp:
+def scores(weights: PolicyWeights, f) -> ScoresNp:
     """GNNPolicy._scores of ``f`` (gplace.gnn.features.ProblemFeatures), in float32 like torch's
-    (:func:`as_float64` makes them what Scores.numpy returns) or another ``dtype``."""
-    if dtype != np.float32:
-        weights = PolicyWeights(weights.kwargs, {k: v.astype(dtype)
-                                                 for k, v in weights.arrays.items()})
-        f = type(f)(*(a.astype(dtype) if a.dtype.kind == "f" else a for a in f))
-    p, scale = weights.arrays, np.dtype(dtype).type(weights.kwargs.get("scale", 10.0))
+    (:func:`as_float64` makes them what Scores.numpy returns)."""
+    p, scale = weights.arrays, np.float32(weights.kwargs.get("scale", 10.0))
     types = weights.linear("type_embedding", f.unit_types)
     x = weights.mlp("unit_in", np.concatenate([f.unit_x, types], -1))              # (U, h)
     for i in range(weights.kwargs.get("num_layers", 3)):
         x = _layer_norm(x + np.maximum(_gine(weights, f"convs.{i}", x, f.edge_index,
                                              f.edge_attr), 0), p[f"norms.{i}.weight"],
                         p[f"norms.{i}.bias"])
-    context = x.mean(0, keepdims=True)                            # (1, h)
+    context = x.mean(0, keepdims=True)                                              # (1, h)
     d = weights.mlp("device_in", f.device_x)                                        # (D, h)
     s = _pair_scores(weights, x, context, d, f.pair_x)                              # (U, D)
     unit = np.concatenate([x, np.broadcast_to(context, x.shape)], -1)               # (U, 2h)
