@@ -98,7 +98,16 @@ class OpGraph:
         """(ops,) int64: a topological order of the acyclic view (loop back-edges dropped).
 
         Ties break by op id, so the order is deterministic. Raises GraphError on a cycle.
+        Computed once per graph (the heuristics, the features, the simulator's arrays and the
+        bounds all ask for it); each call returns a copy.
         """
+        cached = self.__dict__.get("_topo")
+        if cached is None:
+            cached = self._topo_order()
+            object.__setattr__(self, "_topo", cached)  # a memo, not a field: frozen holds
+        return cached.copy()
+
+    def _topo_order(self) -> np.ndarray:
         src, dst = self._forward_edges()
         indeg = np.bincount(dst, minlength=self.num_ops)
         order_idx = np.argsort(src, kind="stable")

@@ -32,11 +32,30 @@ from gplace.sim.measurer import SimMeasurer
 from gplace.problem import PlacementProblem
 
 
-class Elite(NamedTuple):
-    step_time_s: float
-    placement: np.ndarray    # (units,) int64
-    rollout: Rollouts        # its decision features (a FORCED rollout), for the cross-entropy
-    interval: tuple[float, float] | None = None  # a real measurement's (low, high); None: exact
+class Elite:
+    """A placement of the elite set: its step time, its (units,) int64 ``placement``, a real
+    measurement's (low, high) ``interval`` (None: exact), and its decision features (a FORCED
+    rollout along it, for the cross-entropy), computed when first asked for: many elites are
+    displaced by faster placements before any loss reads them."""
+
+    __slots__ = ("step_time_s", "placement", "interval", "_sched", "_rollout")
+
+    def __init__(self, step_time_s: float, placement: np.ndarray, sched,
+                 interval: tuple[float, float] | None = None, ro: Rollouts | None = None):
+        """``ro``: the placement's decision features if known (a sampled rollout's: a FORCED
+        rollout along a placement the policy sampled reaches the same states, so it records
+        the same features, mask and estimate)."""
+        self.step_time_s, self.placement, self.interval = step_time_s, placement, interval
+        self._sched, self._rollout = sched, ro
+
+    @property
+    def rollout(self) -> Rollouts:
+        if self._rollout is None:
+            nu, nd = self._sched.unit_cost.shape
+            self._rollout = rollout(self._sched, np.zeros((nu, nd)),
+                                    np.zeros((nu, DYN_FEATURES)), FORCED,
+                                    forced=self.placement[None])
+        return self._rollout
 
 
 class Batch(NamedTuple):
@@ -71,12 +90,14 @@ class ProblemState:
         return self.elites[0].step_time_s if self.elites else np.inf
 
     def offer(self, placements: np.ndarray, times: np.ndarray, feasible: np.ndarray,
-              low: np.ndarray | None = None, high: np.ndarray | None = None) -> None:
+              low: np.ndarray | None = None, high: np.ndarray | None = None,
+              rollouts: Rollouts | None = None) -> None:
         """Adds feasible placements to the elite set, keeping the ``elite_size`` fastest
         distinct ones (ties: the one offered first). With ``low``/``high`` (a real
         measurement's intervals, gplace.measure), a newcomer takes the best elite's place only
         if its interval lies wholly below the incumbent's: overlapping intervals are a tie, and
-        the elite the fine-tuning imitates first does not follow noise."""
+        the elite the fine-tuning imitates first does not follow noise. ``rollouts``: the
+        sampled rollouts the placements come from, whose features the elites then reuse."""
         known = {e.placement.tobytes() for e in self.elites}
         fresh = []
         for k, (p, t, ok) in enumerate(zip(np.asarray(placements, np.int64), times, feasible)):
@@ -84,14 +105,15 @@ class ProblemState:
             if ok and key not in known and (len(self.elites) < self.elite_size
                                              or t < self.elites[-1].step_time_s):
                 span = None if low is None or high is None else (float(low[k]), float(high[k]))
-                fresh.append((float(t), p.copy(), span))
+                ro = None if rollouts is None else Rollouts(*(x[k:k + 1].copy() for x in rollouts))
+                fresh.append((float(t), p.copy(), span, ro))
                 known.add(key)
         if not fresh:
             return
         incumbent = self.elites[0] if self.elites else None
         ranked = sorted([(e.step_time_s, i, e) for i, e in enumerate(self.elites)]
-                        + [(t, len(self.elites) + j, (p, span))
-                           for j, (t, p, span) in enumerate(fresh)],
+                        + [(t, len(self.elites) + j, (p, span, ro))
+                           for j, (t, p, span, ro) in enumerate(fresh)],
                         key=lambda x: (x[0], x[1]))[: self.elite_size]
         elites = [x[2] if isinstance(x[2], Elite) else self._elite(x[0], *x[2]) for x in ranked]
         if (incumbent is not None and elites[0] is not incumbent
@@ -100,12 +122,11 @@ class ProblemState:
         self.elites = elites
 
     def _elite(self, t: float, placement: np.ndarray,
-               interval: tuple[float, float] | None = None) -> Elite:
-        """An elite with its decision features: the rollout forced along its placement."""
-        nu, nd = self.problem.num_units, self.problem.num_devices
-        ro = rollout(self.sched, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
-                     forced=placement[None])
-        return Elite(t, placement, ro, interval)
+               interval: tuple[float, float] | None = None,
+               ro: Rollouts | None = None) -> Elite:
+        """An elite whose decision features are ``ro``, or come from the rollout forced along
+        its placement."""
+        return Elite(t, placement, self.sched, interval, ro)
 
 
 def decision_logits(scores: Scores, phi: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -161,7 +182,7 @@ def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
     m = (measure or state.measurer.measure)(ro.placements)
     n = len(m.step_time_s)
     ro = Rollouts(*(x[:n] for x in ro))
-    state.offer(ro.placements, m.step_time_s, m.feasible, m.low_s, m.high_s)
+    state.offer(ro.placements, m.step_time_s, m.feasible, m.low_s, m.high_s, ro)
     if state.ref_time_s is None and m.feasible.any():
         state.ref_time_s = float(m.step_time_s[m.feasible].min())
     rewards = post.reward(m.step_time_s / (state.ref_time_s or 1.0), m.feasible)

@@ -203,3 +203,29 @@ def test_the_state_head_is_one_function_in_the_rollout_and_the_loss(tmp_path):
     policy.save(tmp_path / "p.pt")
     loaded = GNNPolicy.load(tmp_path / "p.pt")[0]
     assert np.array_equal(greedy(loaded, st), ro.placements[0])
+
+
+def test_a_sampled_rollout_records_what_the_forced_rollout_along_it_records():
+    """Elites taken from a batch of samples reuse the batch's decision features
+    (ProblemState.offer's ``rollouts``): the FORCED rollout along each sampled placement
+    gives the same placement, features, mask and estimate, bit for bit, with tight memories
+    (masked devices) and the state head."""
+    from gplace.gnn.schedule import DYN_FEATURES, FORCED, SAMPLE, rollout
+    from gplace.sim.random_graphs import random_cluster
+    for seed in range(6):
+        g = random_dag(RandomDagConfig(ops=150), seed)
+        st = ProblemState(PlacementProblem.build(g, random_cluster(2 + seed % 4, seed)))
+        rng = np.random.default_rng(seed)
+        nu, nd = st.problem.num_units, st.problem.num_devices
+        s, w = rng.normal(size=(nu, nd)), rng.normal(size=(nu, DYN_FEATURES))
+        head = (rng.normal(size=(3, DYN_FEATURES)), rng.normal(size=(nu, 3)),
+                rng.normal(size=(nu, 3)))
+        sampled = rollout(st.sched, s, w, SAMPLE, count=8, seed=seed, head=head)
+        assert (~sampled.mask).any()  # some decisions had devices without room
+        forced = rollout(st.sched, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
+                         forced=sampled.placements)
+        for a, b in zip(sampled, forced):
+            assert a.dtype == b.dtype and np.array_equal(a, b)
+        st.offer(sampled.placements, np.arange(8.0), np.ones(8, bool), rollouts=sampled)
+        for e, k in zip(st.elites, range(8)):
+            assert all(np.array_equal(a, b[k:k + 1]) for a, b in zip(e.rollout, forced))
