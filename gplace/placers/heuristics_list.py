@@ -50,8 +50,38 @@ class Heft:
         return heuristic_result("heft", measurer, placement, start, schedule_estimate_s=makespan)
 
 
+def _mean_comm(view: OpView) -> tuple[float, float]:
+    """Mean latency and mean seconds per byte over ordered pairs of distinct devices."""
+    nd = view.latency.shape[0]
+    off = ~np.eye(nd, dtype=bool)
+    return ((float(view.latency[off].mean()), float(view.inv_bw[off].mean())) if nd > 1
+            else (0.0, 0.0))
+
+
 def upward_rank(problem: PlacementProblem, view: OpView) -> np.ndarray:
     """(ops,) rank_u(o) = mean cost(o) + max over consumers c of (mean comm(o, c) + rank_u(c)),
+    with the mean over devices and over ordered pairs of distinct devices (HEFT, eq. 7);
+    compiled (gplace.placers.heft_kernel)."""
+    from gplace.placers.heft_kernel import upward_rank as kernel
+    return kernel(problem.costs.time_s.mean(axis=1), view.order, view.succ_ptr, view.succ_op,
+                  view.succ_bytes, *_mean_comm(view))
+
+
+def heft(problem: PlacementProblem, view: OpView) -> tuple[np.ndarray, float]:
+    """(units,) placement and the schedule's own makespan estimate (compiled:
+    gplace.placers.heft_kernel)."""
+    from gplace.placers.heft_kernel import heft as kernel
+    lanes = np.array([d.lanes for d in problem.cluster.devices], np.int64)
+    unit_dev, finish = kernel(
+        upward_rank(problem, view), view.position, view.pred_ptr, view.pred_op,
+        view.pred_bytes, view.succ_ptr, view.succ_op, np.ascontiguousarray(view.latency),
+        np.ascontiguousarray(view.inv_bw), np.ascontiguousarray(problem.costs.time_s, np.float64),
+        problem.unit_of_op.astype(np.int64), problem.num_units, lanes)
+    return unit_dev, float(finish.max()) if finish.size else 0.0
+
+
+def upward_rank_reference(problem: PlacementProblem, view: OpView) -> np.ndarray:
+    """The plain reference of :func:`upward_rank`: (ops,) rank_u(o) = mean cost(o) + max over consumers c of (mean comm(o, c) + rank_u(c)),
     with the mean over devices and over ordered pairs of distinct devices (HEFT, eq. 7)."""
     mean_cost = problem.costs.time_s.mean(axis=1)
     nd = problem.num_devices
@@ -67,10 +97,10 @@ def upward_rank(problem: PlacementProblem, view: OpView) -> np.ndarray:
     return rank
 
 
-def heft(problem: PlacementProblem, view: OpView) -> tuple[np.ndarray, float]:
-    """(units,) placement and the schedule's own makespan estimate."""
+def heft_reference(problem: PlacementProblem, view: OpView) -> tuple[np.ndarray, float]:
+    """The plain reference of :func:`heft`."""
     n, nd = problem.graph.num_ops, problem.num_devices
-    rank = upward_rank(problem, view)
+    rank = upward_rank_reference(problem, view)
     pending = np.diff(view.pred_ptr).copy()
     ready = [(-rank[o], int(view.position[o]), int(o)) for o in np.flatnonzero(pending == 0)]
     heapq.heapify(ready)

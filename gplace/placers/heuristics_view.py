@@ -17,6 +17,7 @@ kernel scratch memory, which the estimate leaves out.
 
 from __future__ import annotations
 
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -40,8 +41,19 @@ class OpView(NamedTuple):
     capacity: np.ndarray    # (D,) float64 bytes
 
 
+_VIEWS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def build_view(problem: PlacementProblem) -> OpView:
-    """The arrays above, built once per problem with numpy (no per-op Python objects)."""
+    """The arrays above, built with numpy (no per-op Python objects) once per problem and
+    shared by every heuristic and the rollout's arrays: read them, never write them."""
+    view = _VIEWS.get(problem)
+    if view is None:
+        view = _VIEWS[problem] = _build_view(problem)
+    return view
+
+
+def _build_view(problem: PlacementProblem) -> OpView:
     g, n = problem.graph, problem.graph.num_ops
     keep_d, keep_c = ~g.edge_back, ~g.ctrl_back
     src = np.concatenate([g.edge_src[keep_d], g.ctrl_src[keep_c]]).astype(np.int64)

@@ -1,6 +1,7 @@
-"""The compiled m-ETF / m-SCT loop (gplace.placers.etf_kernel) against the plain reference
-(EtfScheduler): the same placement, makespan and overflow count, bit for bit, on random DAGs
-with random clusters (tight memories, lanes, exact ties) and on corpus graphs."""
+"""The compiled list schedulers against their plain references, bit for bit, on random DAGs
+with random clusters (tight memories, lanes, exact ties) and on corpus graphs: m-ETF / m-SCT
+(gplace.placers.etf_kernel against EtfScheduler: placement, makespan, overflow count) and
+HEFT (gplace.placers.heft_kernel against heft_reference and upward_rank_reference)."""
 
 from pathlib import Path
 
@@ -8,7 +9,9 @@ import numpy as np
 import pytest
 
 from gplace.cluster import load_cluster
-from gplace.placers.heuristics_list import EtfScheduler, etf, favourite_children
+from gplace.placers.heuristics_list import (EtfScheduler, etf, favourite_children, heft,
+                                            heft_reference, upward_rank,
+                                            upward_rank_reference)
 from gplace.placers.heuristics_view import build_view
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_cluster, random_dag
@@ -25,6 +28,10 @@ def assert_same(problem: PlacementProblem, use_host: bool) -> None:
         assert got.tolist() == placement.tolist()
         assert makespan == ref.makespan  # exact: the same float operations in the same order
         assert overflow == ref.overflow
+    assert np.array_equal(upward_rank(problem, view), upward_rank_reference(problem, view))
+    placement, makespan = heft(problem, view)
+    ref_placement, ref_makespan = heft_reference(problem, view)
+    assert placement.tolist() == ref_placement.tolist() and makespan == ref_makespan
 
 
 @pytest.mark.parametrize("seed", range(24))
