@@ -62,7 +62,8 @@ class Batch(NamedTuple):
     """One problem's measured rollouts, ready for the loss."""
 
     ro: Rollouts
-    old_logp: torch.Tensor   # (K, units) float64, per decision
+    old_logp: torch.Tensor | None  # (K, units) float64, per decision; None: not computed yet
+                                   # (loss_and_logp then takes its own: see there)
     rewards: np.ndarray      # (K,)
     step_time_s: np.ndarray  # (K,)
     feasible: np.ndarray     # (K,) bool
@@ -171,14 +172,16 @@ def tempered(scores: Scores, temperature: float) -> Scores:
 
 
 def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
-           measure=None, temperature: float = 1.0) -> Batch:
+           measure=None, temperature: float = 1.0, old_logp: bool = True) -> Batch:
     """Rolls out ``count`` placements and measures them (``measure`` defaults to the state's
-    measurer; fine-tuning passes its Tracker's to count the budget)."""
+    measurer; fine-tuning passes its Tracker's to count the budget). ``old_logp`` False
+    leaves the decisions' log-probabilities to the first loss, which must then run at the
+    sampling weights (:func:`loss_and_logp`)."""
     with torch.no_grad():
         scores = tempered(policy(state.features), temperature)
         ro = rollout(state.sched, *scores.numpy(), SAMPLE, count=count, seed=seed,
                      head=scores.head_numpy())
-        old_logp, _ = decision_logp(scores, ro)
+        old = decision_logp(scores, ro)[0] if old_logp else None
     m = (measure or state.measurer.measure)(ro.placements)
     n = len(m.step_time_s)
     ro = Rollouts(*(x[:n] for x in ro))
@@ -186,7 +189,7 @@ def sample(policy: GNNPolicy, state: ProblemState, count: int, seed: int,
     if state.ref_time_s is None and m.feasible.any():
         state.ref_time_s = float(m.step_time_s[m.feasible].min())
     rewards = post.reward(m.step_time_s / (state.ref_time_s or 1.0), m.feasible)
-    return Batch(ro, old_logp[:n], rewards, m.step_time_s, m.feasible)
+    return Batch(ro, None if old is None else old[:n], rewards, m.step_time_s, m.feasible)
 
 
 def masked_entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -260,6 +263,15 @@ def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
          cfg: LearnConfig, seed: int = 0) -> torch.Tensor:
     """The weighted-sum form of Post's objective on one problem (PPO term only with a batch;
     the on-policy imitation term only with ``cfg.dagger``)."""
+    return loss_and_logp(policy, state, batch, cfg, seed)[0]
+
+
+def loss_and_logp(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
+                  cfg: LearnConfig, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """:func:`loss`, and the batch's (K, units) decision log-probabilities at these weights,
+    detached (None without a batch). A batch without ``old_logp`` takes them as its old ones:
+    at the sampling weights they are the numbers ``sample`` would have computed (the same
+    scores and operations), so fine-tuning computes them once, not twice."""
     scores = tempered(policy(state.features), cfg.temperature)
     total = (cfg.ce_weight * elite_loss(scores, state, cfg.ce_work) if cfg.ce_weight
              else scores.s.sum() * 0.0)
@@ -267,10 +279,12 @@ def loss(policy: GNNPolicy, state: ProblemState, batch: Batch | None,
         total = total + cfg.dagger * onpolicy_loss(scores, state, cfg.dagger_follow, seed,
                                                    cfg.ce_work,
                                                    cfg.dagger_temperature / cfg.temperature)
-    if batch is not None and len(batch.rewards):
-        logp, all_logp = decision_logp(scores, batch.ro)
-        adv = post.normalize(torch.as_tensor(batch.rewards))[:, None]     # (K, 1)
-        total = total + post.ppo_loss(logp, batch.old_logp, adv, cfg.clip)
-        if cfg.entropy_coef:
-            total = total - cfg.entropy_coef * masked_entropy(all_logp, batch.ro.mask)
-    return total
+    if batch is None or not len(batch.rewards):
+        return total, None
+    logp, all_logp = decision_logp(scores, batch.ro)
+    old = logp.detach() if batch.old_logp is None else batch.old_logp
+    adv = post.normalize(torch.as_tensor(batch.rewards))[:, None]         # (K, 1)
+    total = total + post.ppo_loss(logp, old, adv, cfg.clip)
+    if cfg.entropy_coef:
+        total = total - cfg.entropy_coef * masked_entropy(all_logp, batch.ro.mask)
+    return total, logp.detach()

@@ -28,7 +28,7 @@ import torch
 from gplace.errors import ConfigError
 from gplace.gnn.adam import Adam
 from gplace.gnn.config import FinetuneConfig
-from gplace.gnn.learn import ProblemState, decision_logp, loss, sample, tempered
+from gplace.gnn.learn import ProblemState, decision_logp, loss_and_logp, sample, tempered
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.schedule import GREEDY, SAMPLE, rollout
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
@@ -105,13 +105,17 @@ class GNNPlacer:
             n_local = int(round(n * self._local_share(tracker.used))) if state.elites else 0
             batch = None
             if n - n_local > 0:
+                # its old log-probabilities come from the first update, at the same weights
                 batch = sample(policy, state, n - n_local, self.seed * 100_003 + rounds,
-                               tracker.evaluate, cfg.temperature)
+                               tracker.evaluate, cfg.temperature, old_logp=False)
             if n_local and tracker.left > 0:
                 self._local_moves(policy, state, tracker, n_local, rng)
             for _ in range(cfg.ppo_epochs):
                 opt.zero_grad()
-                loss(policy, state, batch, cfg).backward()
+                total, logp = loss_and_logp(policy, state, batch, cfg)
+                if batch is not None and batch.old_logp is None:
+                    batch = batch._replace(old_logp=logp)
+                total.backward()
                 opt.step()
             rounds += 1
             if progress:

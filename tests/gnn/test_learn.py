@@ -229,3 +229,24 @@ def test_a_sampled_rollout_records_what_the_forced_rollout_along_it_records():
         st.offer(sampled.placements, np.arange(8.0), np.ones(8, bool), rollouts=sampled)
         for e, k in zip(st.elites, range(8)):
             assert all(np.array_equal(a, b[k:k + 1]) for a, b in zip(e.rollout, forced))
+
+
+def test_a_batch_without_old_logp_takes_the_first_loss_numbers_bit_for_bit():
+    """Fine-tuning samples without old log-probabilities (sample(old_logp=False)) and lets the
+    first update at the sampling weights take them: the same loss, gradients and old ones."""
+    from gplace.gnn.learn import loss_and_logp
+    torch.manual_seed(0)
+    policy = GNNPolicy(hidden_channels=8, num_layers=1, scale=0.5, lean=True).train()
+    cfg = LearnConfig()
+    runs = []
+    for keep in (True, False):
+        st = state(4)
+        b = sample(policy, st, 6, seed=5, temperature=cfg.temperature, old_logp=keep)
+        policy.zero_grad()
+        total, logp = loss_and_logp(policy, st, b, cfg)
+        total.backward()
+        runs.append((total.detach(), logp, b.old_logp if keep else logp,
+                     [p.grad.clone() for p in policy.parameters()]))
+    (t1, l1, o1, g1), (t2, l2, o2, g2) = runs
+    assert torch.equal(t1, t2) and torch.equal(l1, l2) and torch.equal(o1, o2)
+    assert all(torch.equal(a, b) for a, b in zip(g1, g2))
