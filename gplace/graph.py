@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,9 @@ _ARRAY_FIELDS = (
     "edge_src", "edge_dst", "edge_src_out", "edge_bytes", "edge_back",
     "ctrl_src", "ctrl_dst", "ctrl_back",
 )
+
+
+_TOPO_ORDERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # OpGraph.topo_order's
 
 
 @dataclass(frozen=True, eq=False)
@@ -101,10 +105,9 @@ class OpGraph:
         Computed once per graph (the heuristics, the features, the simulator's arrays and the
         bounds all ask for it); each call returns a copy.
         """
-        cached = self.__dict__.get("_topo")
+        cached = _TOPO_ORDERS.get(self)
         if cached is None:
-            cached = self._topo_order()
-            object.__setattr__(self, "_topo", cached)  # a memo, not a field: frozen holds
+            cached = _TOPO_ORDERS[self] = self._topo_order()
         return cached.copy()
 
     def _topo_order(self) -> np.ndarray:

@@ -35,8 +35,8 @@ from gplace.problem import PlacementProblem
 class Elite:
     """A placement of the elite set: its step time, its (units,) int64 ``placement``, a real
     measurement's (low, high) ``interval`` (None: exact), and its decision features (a FORCED
-    rollout along it, for the cross-entropy), computed when first asked for: many elites are
-    displaced by faster placements before any loss reads them."""
+    rollout along it, for the cross-entropy), computed when first asked for: an elite displaced
+    by faster placements before any loss reads it never needs them."""
 
     __slots__ = ("step_time_s", "placement", "interval", "_sched", "_rollout")
 
