@@ -19,8 +19,9 @@ CLUSTERS, at full granularity as ``gplace place`` builds the problem, seeds SEED
 head_hidden; the ablation of the linear decision rule), as the variant "head H".
 ``--corpus datasets`` trains on the whole corpus (datasets/: 303 training graphs instead of
 corpus139's 125, the domain's families left out as before; the ablation of breadth), as the
-variant "whole corpus"; its experts are the archived ones plus those ``gplace pretrain --corpus
-datasets`` searched for the other graphs (cached beside the corpus).
+variant "whole corpus"; its experts are datasets/experts.npz: corpus139's archived ones and,
+for the other graphs, those of ``gplace pretrain --corpus datasets --random-clusters 0
+--expert-from gplace/checkpoints/policy.pt``.
 
 Runs live in runs/domains/<variant>/<domain>/ (rerun to resume); records go to
 pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. Every step
@@ -134,7 +135,8 @@ def pretrain(domain: str, steps: int, variant: Variant, log) -> Path:
         return out
     corpus = write_corpus(domain, variant)
     cmd = [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus),
-           "--restore", str(CORPUS / "experts.npz"), "--random-clusters", "0", "--rounds", "1",
+           "--restore", str(TRAIN_CORPORA[variant.corpus] / "experts.npz"),
+           "--random-clusters", "0", "--rounds", "1",
            "--max-steps", str(steps), "--seed", str(SEED),
            "--head-hidden", str(variant.head_hidden),
            "--out", str(out), "--no-progress"]
