@@ -18,7 +18,7 @@ from gplace.errors import ConfigError, GraphError
 # Seeds go to numpy and torch. numpy's legacy seeding (np.random.seed, RandomState) takes
 # [0, 2**32) and torch.manual_seed less than 2**64: the common range is numpy's.
 SEED_LIMIT = 2**32
-MIN_FREE_BYTES = 16 << 20  # what `place` writes: a few MB of PNGs, traces and the graph
+MIN_FREE_BYTES = 16 << 20  # what `place` writes: a few MB of figures, traces and the graph
 MAX_SAMPLES = 10**6  # placements one run measures (--finetune, bench --budget); Post used 2,400
 MAX_BATCH = 10**5    # placements `simulate --random` holds in memory and simulates at once
 MAX_SEEDS = 1000     # bench --seeds
