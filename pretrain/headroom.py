@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from pretrain.domains import _commit, geomean
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 RECORDS = HERE / "headroom.jsonl"
@@ -68,7 +70,7 @@ def study_cases() -> dict[tuple[str, str], dict]:
             for r in csv.DictReader(f):
                 add("test split", r["graph"], r["cluster"], r, "ft 100")
     for c in cases.values():
-        c["untrained"], c["pretrained"] = _geomean(c["untrained"]), _geomean(c["pretrained"])
+        c["untrained"], c["pretrained"] = geomean(c["untrained"]), geomean(c["pretrained"])
     return cases
 
 
@@ -77,11 +79,6 @@ def _number(v) -> bool:
         return np.isfinite(float(v))
     except (TypeError, ValueError):
         return False
-
-
-def _geomean(x) -> float:
-    x = np.asarray(list(x), np.float64)
-    return float(np.exp(np.log(x).mean())) if x.size else float("nan")
 
 
 def long_search(graph: str, cluster: str, budget: int) -> dict:
@@ -151,11 +148,11 @@ def summary(rs: list[dict], budget: int) -> str:
            f"ft 100 (today) | share of the room taken | ft {budget} +h / best recorded before | "
            "best known / lower bound |", "|---|---|---|---|---|---|---|"]
     for name, g in named:
-        floor, today = _geomean(r["bound"] for r in g), _geomean(r["pretrained"] for r in g)
+        floor, today = geomean(r["bound"] for r in g), geomean(r["pretrained"] for r in g)
         share = (1 - today) / (1 - floor) if floor < 1 else float("nan")
         out.append(f"| {name} | {len(g)} | {floor:.3f} | {today:.3f} | {share:.0%} | "
-                   f"{_geomean(r['long / recorded'] for r in g):.3f} | "
-                   f"{_geomean(r['known / lower bound'] for r in g):.2f} |")
+                   f"{geomean(r['long / recorded'] for r in g):.3f} | "
+                   f"{geomean(r['known / lower bound'] for r in g):.2f} |")
     return "\n".join(out)
 
 
@@ -208,7 +205,6 @@ code at commit {commit}.
 
 
 def main(argv=None) -> int:
-    from pretrain.domains import _commit
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--budget", type=int, default=LONG, help="samples of the long search")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
