@@ -161,15 +161,43 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     if head is None:
         head = (np.zeros((0, DYN_FEATURES)), np.zeros((nu, 0)), np.zeros((nu, 0)))
     ha, hb, hv = (np.ascontiguousarray(x, np.float64) for x in head)
-    for k in range(count):
+
+    def one(k: int) -> None:
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
                           a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
                           u01[k], forced[k], follow, placements[k], phi[k], mask[k])
+
+    _for_each(one, count)
     return Rollouts(placements, phi, mask, est)
 
 
-@njit(cache=True)
+_POOL: list = []  # [ThreadPoolExecutor, its thread count] once made
+
+
+def _for_each(fn, count: int) -> None:
+    """``fn(k)`` for k < count over numba's thread count (NUMBA_NUM_THREADS; the cores by
+    default) in a thread pool; a process's first call runs k = 0 alone first (it loads the
+    compiled kernel). The rollouts are independent, each writes its own rows and the compiled
+    loop releases the GIL: the results are one thread's, in a fraction of its time."""
+    import numba
+    threads = min(numba.get_num_threads(), count)
+    if threads <= 1 or not _POOL:
+        for k in range(count if threads <= 1 else 1):
+            fn(k)
+        if threads <= 1:
+            return
+    done = 0 if _POOL else 1
+    if not _POOL or _POOL[1] < threads:
+        from concurrent.futures import ThreadPoolExecutor
+        if _POOL:
+            _POOL[0].shutdown(wait=False)
+        _POOL[:] = [ThreadPoolExecutor(threads, thread_name_prefix="gplace-rollout"), threads]
+    for f in [_POOL[0].submit(fn, k) for k in range(done, count)]:
+        f.result()
+
+
+@njit(cache=True, nogil=True)
 def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
              adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, ha, hb,
              hv, mode, u01, forced, follow, unit_dev, phi, mask):

@@ -113,3 +113,17 @@ def test_a_device_without_room_is_masked():
     needs = a.need > 0
     assert not ro.mask[0, needs, 1].any()
     assert (ro.placements[0, needs] != 1).all()
+
+
+def test_rollouts_over_threads_equal_those_of_one_thread(monkeypatch):
+    import gplace.gnn.schedule as schedule
+    p = problem(5, "hetero")
+    a = build_sched(p)
+    rng = np.random.default_rng(0)
+    s, w = rng.normal(size=(p.num_units, p.num_devices)), rng.normal(size=(p.num_units, DYN_FEATURES))
+    pooled = [rollout(a, s, w, SAMPLE, count=9, seed=3) for _ in range(2)]  # pool made, reused
+    monkeypatch.setattr(schedule, "_for_each", lambda fn, count: [fn(k) for k in range(count)])
+    alone = rollout(a, s, w, SAMPLE, count=9, seed=3)
+    for ro in pooled:
+        for x, y in zip(ro, alone):
+            assert np.array_equal(x, y)
