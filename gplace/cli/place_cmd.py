@@ -74,6 +74,8 @@ def run(args) -> int:
     if args.finetune or args.measure != "sim":
         import torch  # noqa: F401 - fine-tuning's policy (1-2 s): beside the graph's import
     if pending is not None:
+        from gplace.warmup import load_kernels
+        load_kernels()  # what the placement would load later, while this process waits
         finish(pending)  # a bad graph's error from there
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
