@@ -28,6 +28,7 @@ functions of the network's outputs (the features depend on earlier actions, not 
 from __future__ import annotations
 
 import heapq
+import os
 from typing import NamedTuple
 
 import numpy as np
@@ -172,27 +173,31 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     return Rollouts(placements, phi, mask, est)
 
 
-_POOL: list = []  # [ThreadPoolExecutor, its thread count] once made
+_POOL: list = []  # [ThreadPoolExecutor, its thread count, the process id that made it]
 
 
 def _for_each(fn, count: int) -> None:
     """``fn(k)`` for k < count over numba's thread count (NUMBA_NUM_THREADS; the cores by
     default) in a thread pool; a process's first call runs k = 0 alone first (it loads the
     compiled kernel). The rollouts are independent, each writes its own rows and the compiled
-    loop releases the GIL: the results are one thread's, in a fraction of its time."""
+    loop releases the GIL: the results are one thread's, in a fraction of its time. A process
+    forked from one with a pool (pretraining's --jobs) makes its own: the threads stay behind."""
     import numba
     threads = min(numba.get_num_threads(), count)
-    if threads <= 1 or not _POOL:
-        for k in range(count if threads <= 1 else 1):
+    mine = bool(_POOL) and _POOL[2] == os.getpid()
+    done = 0
+    if threads <= 1 or not mine:  # one thread, or a first call: it loads the kernel
+        done = count if threads <= 1 else min(1, count)
+        for k in range(done):
             fn(k)
-        if threads <= 1:
-            return
-    done = 0 if _POOL else 1
-    if not _POOL or _POOL[1] < threads:
+    if done >= count:
+        return
+    if not mine or _POOL[1] < threads:
         from concurrent.futures import ThreadPoolExecutor
-        if _POOL:
+        if mine:
             _POOL[0].shutdown(wait=False)
-        _POOL[:] = [ThreadPoolExecutor(threads, thread_name_prefix="gplace-rollout"), threads]
+        _POOL[:] = [ThreadPoolExecutor(threads, thread_name_prefix="gplace-rollout"), threads,
+                    os.getpid()]
     for f in [_POOL[0].submit(fn, k) for k in range(done, count)]:
         f.result()
 

@@ -127,3 +127,14 @@ def test_rollouts_over_threads_equal_those_of_one_thread(monkeypatch):
     for ro in pooled:
         for x, y in zip(ro, alone):
             assert np.array_equal(x, y)
+
+
+def test_a_forked_process_makes_its_own_rollout_threads():
+    import multiprocessing
+    p = problem(6)
+    a = build_sched(p)
+    s, w = np.zeros((p.num_units, p.num_devices)), np.zeros((p.num_units, DYN_FEATURES))
+    here = rollout(a, s, w, SAMPLE, count=5, seed=2)  # this process's pool exists now
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        there = pool.apply_async(rollout, (a, s, w, SAMPLE, 5, 2)).get(timeout=60)
+    assert np.array_equal(here.placements, there.placements)
