@@ -10,7 +10,11 @@ LOCK=${GPLACE_LOCK:-requirements.lock}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 stamp=$VENV/.gplace-setup-stamp
 want=$(cat pyproject.toml scripts/setup.sh "$LOCK" | sha256sum | cut -d' ' -f1)
-if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c 'import gplace, tensorflow, torch' 2>/dev/null; then
+# Done before with these inputs, and the packages still there (found, not imported: importing
+# TensorFlow and torch would add 7 s to every run of the README's first command).
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && "$VENV/bin/python" -c '
+import importlib.util as u, sys
+sys.exit(any(u.find_spec(m) is None for m in ("gplace", "tensorflow", "torch", "numba")))' 2>/dev/null; then
   exit 0
 fi
 echo "setup: installing gplace into $VENV (a few minutes the first time)" >&2
