@@ -51,7 +51,7 @@ def load_any(path: str, unknown_dim: int = 1, **torch_options):
     from gplace.graph import OpGraph
     if str(path).endswith(".npz"):
         return OpGraph.load(path)
-    from gplace import load_graph
+    from gplace.opgraph_cache import load_graph  # a file imported before: from the cache
     if str(path).lower().endswith(".pt2"):
         return load_graph(path, **torch_options)
     return load_graph(path, unknown_dim=unknown_dim)
