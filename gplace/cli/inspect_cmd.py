@@ -29,6 +29,11 @@ def run(args) -> int:
     if args.save:
         checks.output_file(args.save, "--save")
     from gplace.cli.place_cmd import torch_options
+    if not str(args.model).endswith(".npz"):  # imported by TensorFlow's graph framework alone
+        from gplace.opgraph_cache import finish, prefetch
+        pending = prefetch(args.model, args.unknown_dim)
+        if pending is not None:
+            finish(pending)  # a bad graph's error from there
     graph = load_any(args.model, unknown_dim=args.unknown_dim, **torch_options(args))
     if args.save:
         try:
