@@ -18,6 +18,7 @@ used last (a read touches its entry). Other kinds of cached data live in folders
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -60,8 +61,10 @@ def _user_base() -> Path:
     return base / "gplace"
 
 
+@functools.cache
 def importer_version() -> str:
-    """What the imported graph depends on besides the file: changes when the importer does."""
+    """What the imported graph depends on besides the file: changes when the importer does
+    (once per process: it reads the importer's sources and TensorFlow's metadata)."""
     from importlib import metadata
 
     import gplace.importer as importer
