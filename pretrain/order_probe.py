@@ -271,9 +271,7 @@ def finetune_table() -> str:
 
 
 def load_records() -> list[dict]:
-    if not RECORDS.exists():
-        return []
-    return [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+    return _jsonl(RECORDS)
 
 
 def run(limit: int | None, log) -> None:
