@@ -267,7 +267,9 @@ def finetune_table() -> str:
     return (f"Cases: {len(recs)} ({studies}); seeds {', '.join(map(str, FT_SEEDS))} of "
             "fine-tuning, each case's figure the mean over seeds; the geomean over cases. The "
             "`self` order is the one each network's own zero-shot placement gives, used for the "
-            "zero-shot and all 100 samples.\n\n" + "\n".join(rows))
+            "zero-shot and all 100 samples. Not run on the held-out domains (their held-out "
+            "policies are not on disk) nor against local search: it tests the ablation's "
+            "baseline, not a new placer.\n\n" + "\n".join(rows))
 
 
 def load_records() -> list[dict]:
