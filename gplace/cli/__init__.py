@@ -65,6 +65,8 @@ def _torch_cache_beside_ours() -> None:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # TF's C++ start-up chatter
     _torch_cache_beside_ours()
+    from gplace.allocator import keep_freed_memory
+    keep_freed_memory()  # fine-tuning's passes reuse their memory instead of faulting it in
     from gplace.cli.interrupt import interruptible
     from gplace.errors import GplaceError
     args = parse(argv)
