@@ -48,6 +48,21 @@ def test_elites_keep_the_fastest_distinct_placements():
     assert np.array_equal(st.elites[0].rollout.placements[0], p[0])
 
 
+def test_the_elites_features_in_one_batch_are_each_elites_own():
+    """fill_rollouts's batch of FORCED rollouts records, row for row, what each elite's own
+    rollout records."""
+    batch, alone = state(3), state(3)
+    rng = np.random.default_rng(0)
+    p = rng.integers(0, batch.problem.num_devices, (3, batch.problem.num_units))
+    for st in (batch, alone):
+        st.offer(p, np.array([3.0, 1.0, 2.0]), np.array([True, True, True]))
+    batch.fill_rollouts()
+    assert all(e._rollout is not None for e in batch.elites)
+    for b, a in zip(batch.elites, alone.elites):
+        for x, y in zip(b.rollout, a.rollout):
+            assert x.shape == y.shape and np.array_equal(x, y)
+
+
 def test_a_measured_newcomer_displaces_the_best_elite_only_beyond_its_interval():
     """Real measurements carry intervals: a faster point estimate whose interval overlaps the
     best elite's is a tie and does not take first place; one wholly below does."""
