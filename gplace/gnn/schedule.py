@@ -63,6 +63,10 @@ class SchedArrays(NamedTuple):
     need: np.ndarray        # (units,) float64 bytes (Baechi's static estimate)
     capacity: np.ndarray    # (D,) float64 bytes
     tau: float              # seconds: the feature time scale
+    succ_ptr: np.ndarray    # (ops+1,) int64 CSR of aggregated out-edges (dispatch order)
+    succ_op: np.ndarray     # (pairs,) int64
+    position: np.ndarray    # (ops,) int64 topological position: the simulator's tie-break
+    dispatch: bool = False  # take ops in the simulator's dispatch order (gplace.gnn.dispatch)
 
     @property
     def num_units(self) -> int:
@@ -82,7 +86,9 @@ class Rollouts(NamedTuple):
     estimate_s: np.ndarray  # (K,) the list schedule's own makespan estimate
 
 
-def build_sched(problem: PlacementProblem) -> SchedArrays:
+def build_sched(problem: PlacementProblem, dispatch: bool = False) -> SchedArrays:
+    """The arrays of ``problem``; ``dispatch``: the rollout takes ops in the order the simulator
+    starts them (gplace.gnn.dispatch) instead of HEFT's rank order."""
     from gplace.placers.heuristics_list import upward_rank
     from gplace.placers.heuristics_view import build_view
     view = build_view(problem)
@@ -99,7 +105,8 @@ def build_sched(problem: PlacementProblem) -> SchedArrays:
         unit_cost, *_unit_adjacency(problem),
         np.concatenate([[0], np.cumsum(lanes)]).astype(np.int64),
         np.ascontiguousarray(view.latency), np.ascontiguousarray(view.inv_bw),
-        view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12))
+        view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12),
+        view.succ_ptr, view.succ_op, view.position, dispatch)
 
 
 def _rank_order(view, rank: np.ndarray) -> np.ndarray:
@@ -163,7 +170,17 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
         head = (np.zeros((0, DYN_FEATURES)), np.zeros((nu, 0)), np.zeros((nu, 0)))
     ha, hb, hv = (np.ascontiguousarray(x, np.float64) for x in head)
 
+    if a.dispatch:
+        from gplace.gnn.dispatch import dispatch_rollout
+
     def one(k: int) -> None:
+        if a.dispatch:
+            est[k] = dispatch_rollout(
+                a.position, a.pred_ptr, a.pred_op, a.pred_bytes, a.succ_ptr, a.succ_op, a.cost,
+                a.unit_of_op, a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr,
+                a.latency, a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
+                u01[k], forced[k], follow, placements[k], phi[k], mask[k])
+            return
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
                           a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
@@ -233,17 +250,9 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
             ready[d] = r
             start[d] = max(r, _lane_free(lanes, lane_ptr, d))
         if placed < 0:
-            _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
-                      unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            if mode == FORCED or ((mode == MIXED or mode == MIXED_SAMPLE) and u01[u] < follow):
-                mask[u, forced[u]] = True
-                d = forced[u]
-            elif mode == MIXED_SAMPLE:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
-                d = _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u], SAMPLE,
-                            (u01[u] - follow) / (1.0 - follow))
-            else:
-                d = _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u],
-                            GREEDY if mode == MIXED else mode, u01[u])
+            d = _decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
+                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
+                        forced, follow, phi, mask)
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]
@@ -254,6 +263,23 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         if finish[op] > makespan:
             makespan = finish[op]
     return makespan
+
+
+@njit(cache=True)
+def _decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, unit_dev, used,
+            load, need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced, follow, phi, mask):
+    """Unit u's device at its first op (``ready``, ``start``: (D,) that op's times on each
+    device); records ``phi[u]`` and ``mask[u]``."""
+    _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, unit_dev,
+              used, load, need, capacity, tau, phi[u], mask[u])
+    if mode == FORCED or ((mode == MIXED or mode == MIXED_SAMPLE) and u01[u] < follow):
+        mask[u, forced[u]] = True
+        return forced[u]
+    if mode == MIXED_SAMPLE:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
+        return _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u], SAMPLE,
+                       (u01[u] - follow) / (1.0 - follow))
+    return _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u],
+                   GREEDY if mode == MIXED else mode, u01[u])
 
 
 @njit(cache=True, inline="always")
