@@ -37,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from gplace.gnn.schedule import _decide, _lane_free, _run_on_lane
+from gplace.gnn.decision import decide, lane_free, run_on_lane
 from gplace.sim.heap import bits, from_bits, pop, push
 
 WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
@@ -81,10 +81,10 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
             u = unit_of_op[op]
             for d in range(nd):
                 ready[d] = data_ready[op, d]
-                start[d] = max(ready[d], _lane_free(lanes, lane_ptr, d))
-            d = _decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
-                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
-                        forced, follow, phi, mask)
+                start[d] = max(ready[d], lane_free(lanes, lane_ptr, d))
+            d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
+                       unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
+                       forced, follow, phi, mask)
             unit_dev[u] = d
             used[d] += need[u]
             state[op] = PLACED
@@ -92,7 +92,7 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
             continue
         op_dev[op] = k
         finish[op] = t + cost[op, k]
-        _run_on_lane(lanes, lane_ptr, k, finish[op])
+        run_on_lane(lanes, lane_ptr, k, finish[op])
         load[k] += cost[op, k]
         makespan = max(makespan, finish[op])
         state[op] = DONE
@@ -141,7 +141,7 @@ def _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op
         if size[k] == 0:
             continue
         r, p = from_bits(heaps[k, 0]), heaps[k, 1]
-        t = max(r, _lane_free(lanes, lane_ptr, k % nd))
+        t = max(r, lane_free(lanes, lane_ptr, k % nd))
         if best < 0 or t < bs or (t == bs and (r < br or (r == br and p < bp))):
             best, bs, br, bp = k, t, r, p
     return best, bs
