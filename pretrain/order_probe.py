@@ -614,7 +614,8 @@ an earlier study's placement beat the long search). Pretrained policy: {policies
 network at torch seed 0. Ratios are geometric means over cases; "share of the gap oracle
 closes" = (heft - oracle) / (heft - 1) on the "/ known" geomeans; "best of 65 by sim": the
 fastest of the 65 rollouts when each is simulated (what the order lets the policy reach, with
-no estimate in between).
+no estimate in between). The last section, built on that conclusion, measures a rollout that
+takes ops in the simulator's dispatch order (`--dispatch`).
 
 Rebuilt by `nice .venv/bin/python -m pretrain.order_probe` (records in
 pretrain/order_probe.jsonl; `--page-only` rebuilds this page from them), code at commit
@@ -653,13 +654,13 @@ scheduler under each order, over the simulated step time of that placement (pert
 
 {finetune_table()}
 
-## The dispatch-order rollout (`--dispatch`)
-
-{dispatch_section()}
-
 ## Conclusion
 
 {CONCLUSION}
+
+## The dispatch-order rollout (`--dispatch`)
+
+{dispatch_section()}
 
 ## Per case
 

@@ -7,17 +7,18 @@ same placement the two schedules differ and so do the rollout's estimate and its
 (pretrain/ORDER.md: the rank-order estimate of good placements is 1.155x their simulated time).
 
 Here the rollout always takes next the ready op (its producers scheduled) of earliest start,
-key (earliest start, data ready, topological position): start = max(data ready on its device,
-that device's earliest-free lane). The op of a unit already placed has one device; for the
-first ready op of an unplaced unit the key is the minimum over devices, and the unit's device is
-chosen (as in the rank order: features, mask, policy) when that op comes first; the op then
-waits for its turn on the chosen device. Since a device's start is increasing in the data-ready
-time, each device serves its ops in data-ready order, as the simulator does. The heaps: one per
-device of placed ready ops keyed (data ready there, position), fixed once they are ready; one
-per device of unplaced ready ops, keyed the same on that device (an op is in all D of them),
-so the minimum over devices of max(data ready, lane free) is the minimum over the D tops, exact
-without re-evaluating keys. Entries of ops decided since are dropped, or moved to their
-device's heap, when they reach a top.
+key (earliest start, data ready, topological position), start = max(data ready on its device,
+that device's earliest-free lane). A placed unit's op has one device; for the first ready op of
+an unplaced unit the key is the minimum over devices, and the unit's device is chosen (as in the
+rank order: features, mask, policy) when that op comes first; the op then waits for its turn on
+the chosen device. A device's start is increasing in the data-ready time, so each device serves
+its ops in data-ready order, as the simulator does.
+
+Keys need no re-evaluation as lanes fill: a placed op waits in its device's heap keyed (data
+ready there, position), fixed once it is ready; an unplaced unit's ready op waits in every
+device's heap of unplaced ops, keyed the same on that device, so the minimum over devices of
+max(data ready, lane free) is the minimum over the tops of the heaps. Entries of ops decided
+since are dropped, or moved to their device's heap, when they reach a top.
 
 What still differs from the simulator:
 
@@ -28,8 +29,9 @@ What still differs from the simulator:
 * receive tasks (links with ``recv_cpu_s``): not run on the receiver's lanes;
 * ties at equal times between an op and a transfer (the simulator orders all tasks by one key).
 
-With latency-only links (no bytes on the wire) and no receive cost, the forced rollout's
-estimate of a placement is its simulated step time up to rounding (tests/gnn/test_schedule.py).
+Where no transfer waits for a channel and no link charges a receive task, the forced rollout's
+estimate of a placement is its simulated step time up to rounding (tests/gnn/test_schedule.py);
+on the order probe's cases see pretrain/ORDER.md.
 """
 
 from __future__ import annotations
