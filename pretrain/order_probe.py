@@ -1,6 +1,7 @@
 """Does the order in which the list scheduler takes ops limit what the policy can reach?
 
     nice .venv/bin/python -m pretrain.order_probe              # runs what is missing, then the page
+    nice .venv/bin/python -m pretrain.order_probe --dispatch   # the dispatch-order arm, then the page
     .venv/bin/python -m pretrain.order_probe --page-only       # the page from the records alone
 
 An experiment, not library code: its figures are on pretrain/ORDER.md, its records in
@@ -29,6 +30,12 @@ estimate) under these op orders, each simulated:
 
 Also the forced rollout of the best known placement under each order: the rollout's estimate
 against the simulated step time. Every step time is simulated.
+
+``--dispatch`` (records in pretrain/order_dispatch.jsonl): the rollout in the simulator's
+dispatch order (gplace.gnn.dispatch, ``build_sched(problem, dispatch=True)``) against HEFT's
+order on the same cases: the forced rollout's estimate of reference placements (the best known,
+the best cheap heuristic's, each network's zero-shot placements) over their simulated time,
+and both networks' zero-shot placements under each order.
 """
 
 from __future__ import annotations
@@ -276,6 +283,182 @@ def load_records() -> list[dict]:
     return _jsonl(RECORDS)
 
 
+# ---- the dispatch-order rollout (--dispatch) ------------------------------------------------
+DISPATCH_RECORDS = HERE / "order_dispatch.jsonl"
+SCHED_ORDERS = ("heft", "dispatch")  # SchedArrays.dispatch False, True
+
+
+def dispatch_case(graph: str, cluster: str, info: dict) -> dict:
+    """One case of ``--dispatch``: both networks' zero-shot under both orders (simulated), and
+    the forced rollout's estimate of every reference placement under both orders."""
+    import torch
+    from finetune.study import build_case
+    from gplace.gnn.corpus import list_corpus
+    from gplace.gnn.learn import ProblemState, tempered
+    from gplace.gnn.placer import _NoMeasurer
+    from gplace.gnn.schedule import FORCED, rollout
+    t0 = time.perf_counter()
+    entry = next(e for e in list_corpus(ROOT / "datasets") if e.name == graph)
+    problem, m, heur, bound = build_case(entry, cluster)
+    best = best_known(problem, m, heur, graph, cluster)
+    t_search = time.perf_counter() - t0
+    state = ProblemState(problem, _NoMeasurer())
+    scheds = {"heft": state.sched, "dispatch": state.sched._replace(dispatch=True)}
+    cheap = min((h for h in heur.values() if h.feasible), key=lambda h: h.step_time_s)
+    refs = {"best known": best, "best heuristic": cheap.placement}
+    rec = {"graph": graph, "cluster": cluster, "study": info["study"], "units": problem.num_units,
+           "ops": problem.graph.num_ops, "best known": m.sim.run(best).step_time_s,
+           "lower bound": bound, "best heuristic": cheap.step_time_s}
+    for tag, (net, source) in networks(info["study"]).items():
+        with torch.no_grad():
+            sc = tempered(net(state.features), 0.25)
+        scores = (*sc.numpy(), sc.head_numpy())
+        r = {"policy": source}
+        for name, sched in scheds.items():
+            pick, est, greedy, every = zero_shot(sched, scores)
+            t = m.measure(np.stack([pick, greedy]))
+            times = np.where(t.feasible, t.step_time_s, np.inf)
+            e = m.measure(every)
+            r[name] = {"est": est, "zs": float(times[0]), "greedy": float(times[1]),
+                       "best of 65 by sim": float(np.where(e.feasible, e.step_time_s,
+                                                           np.inf).min())}
+            refs[f"{tag} zero-shot {name}"] = pick
+        rec[tag] = r
+    zero = (np.zeros((problem.num_units, problem.num_devices)),
+            np.zeros((problem.num_units, 8)))
+    rec["forced"] = {ref: {"sim": m.sim.run(x).step_time_s,
+                           **{name: float(rollout(sched, *zero, FORCED, forced=x).estimate_s[0])
+                              for name, sched in scheds.items()}}
+                     for ref, x in refs.items()}
+    rec["search_s"], rec["wall_s"] = round(t_search, 1), round(time.perf_counter() - t0, 1)
+    return rec
+
+
+def run_dispatch(limit: int | None, log) -> None:
+    import torch
+    torch.set_num_threads(1)
+    done = {(r["graph"], r["cluster"]) for r in _jsonl(DISPATCH_RECORDS)}
+    todo = [c for c in cases() if (c[0], c[1]) not in done][:limit]
+    for graph, cluster, info in todo:
+        rec = dispatch_case(graph, cluster, info)
+        with DISPATCH_RECORDS.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        f = rec["forced"]["best known"]
+        p = rec["pretrained"]
+        print(f"order --dispatch: {graph} {cluster}: forced est/sim heft "
+              f"{f['heft'] / f['sim']:.3f} dispatch {f['dispatch'] / f['sim']:.3f}; pretrained zs "
+              f"dispatch / heft {p['dispatch']['zs'] / p['heft']['zs']:.3f} ({rec['wall_s']:.0f} s,"
+              f" search {rec['search_s']:.0f} s)", file=log, flush=True)
+
+
+def dispatch_forced_table(recs: list[dict]) -> str:
+    """The forced rollout's estimate of each reference placement over its simulated time."""
+    out = ["| placement | order | geomean est / sim | min | max | cases off by > 5% |",
+           "|---|---|---|---|---|---|"]
+    for ref in recs[0]["forced"]:
+        for name in SCHED_ORDERS:
+            x = np.array([r["forced"][ref][name] / r["forced"][ref]["sim"] for r in recs])
+            out.append(f"| {ref} | {name} | {geomean(x):.3f} | {x.min():.3f} | {x.max():.3f} | "
+                       f"{np.mean(np.abs(np.log(x)) > np.log(1.05)):.0%} |")
+    return "\n".join(out)
+
+
+def dispatch_zero_shot_table(recs: list[dict]) -> str:
+    """Both networks' zero-shot under both orders, by group of cases."""
+    cols = ["pre heft / known", "pre dispatch / known", "pre dispatch / heft",
+            "untr heft / known", "untr dispatch / known", "untr dispatch / heft",
+            "pre / untr, heft", "pre / untr, dispatch"]
+    out = ["| cases | count | " + " | ".join(cols) + " |", "|---|---|" + "---|" * len(cols)]
+    for name, g in groups(recs):
+        zs = {(tag, o): np.array([r[tag][o]["zs"] for r in g])
+              for tag in ("pretrained", "untrained") for o in SCHED_ORDERS}
+        known = np.array([r["best known"] for r in g])
+        cells = []
+        for tag in ("pretrained", "untrained"):
+            h, d = zs[tag, "heft"], zs[tag, "dispatch"]
+            cells += [geomean(h / known), geomean(d / known), geomean(d / h)]
+        cells += [geomean(zs["pretrained", o] / zs["untrained", o]) for o in SCHED_ORDERS]
+        out.append(f"| {name} | {len(g)} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
+    return "\n".join(out)
+
+
+def dispatch_other_table(recs: list[dict]) -> str:
+    """Per network: cases better / worse, the pick's estimate, selection by the simulator, the
+    greedy rollout, and the order probe's oracle and self orders on the same cases."""
+    probe = {(r["graph"], r["cluster"]): r for r in load_records()}
+    out = ["| policy | dispatch better / worse than heft (cases) | zero-shot est / sim: heft | "
+           "dispatch | best of 65 by sim / zero-shot: heft | dispatch | greedy / known: heft | "
+           "dispatch | oracle / heft (order probe) | self / heft (order probe) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    for tag in ("pretrained", "untrained"):
+        ps = [r[tag] for r in recs]
+        h = np.array([p["heft"]["zs"] for p in ps])
+        d = np.array([p["dispatch"]["zs"] for p in ps])
+        known = np.array([r["best known"] for r in recs])
+        cells = [f"{int((d < h).sum())} / {int((d > h).sum())}"]
+        cells += [f"{geomean(p[o]['est'] / p[o]['zs'] for p in ps):.3f}" for o in SCHED_ORDERS]
+        cells += [f"{geomean(p[o]['best of 65 by sim'] / p[o]['zs'] for p in ps):.3f}"
+                  for o in SCHED_ORDERS]
+        cells += [f"{geomean(np.array([p[o]['greedy'] for p in ps]) / known):.3f}"
+                  for o in SCHED_ORDERS]
+        old = [probe.get((r["graph"], r["cluster"])) for r in recs]
+        for o in ("oracle", "self"):
+            x = [q[tag][o]["zs"][0] / q[tag]["heft"]["zs"][0] for q in old if q]
+            cells.append(f"{geomean(x):.3f}" if x else "n/a")
+        out.append(f"| {tag} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def dispatch_section() -> str:
+    recs = _jsonl(DISPATCH_RECORDS)
+    if not recs:
+        return "(not run: `--dispatch`)"
+    probe = {(r["graph"], r["cluster"]): r for r in load_records()}
+    same = sum(abs(r["pretrained"]["heft"]["zs"] -
+                   probe[r["graph"], r["cluster"]]["pretrained"]["heft"]["zs"][0])
+               <= 1e-9 * r["pretrained"]["heft"]["zs"]
+               for r in recs if (r["graph"], r["cluster"]) in probe)
+    wall = sum(r["wall_s"] for r in recs) / 60
+    search = sum(r["search_s"] for r in recs) / 60
+    return f"""The rollout in the order the simulator starts ops (gplace.gnn.dispatch,
+`build_sched(problem, dispatch=True)`): always the ready op of earliest start (data ready, then
+the device's earliest-free lane; for the first ready op of an unplaced unit the earliest over
+devices, and the unit's device is chosen then), so each device serves its ops first-ready-first
+served as the simulator does; it leaves out the links' queues (and receive tasks, which no
+cluster here has). Same features, same networks: the shipped policy was trained on HEFT-order
+features, so its use in dispatch order is **out of distribution**; the untrained network (torch
+seed 0) is not. Cases: {n_cases(recs)} of the order probe; the best known placement as there
+(rerun); its heft zero-shot reproduces the order probe's record in {same} of {len(recs)} cases.
+Records in pretrain/order_dispatch.jsonl, rebuilt by `nice .venv/bin/python -m
+pretrain.order_probe --dispatch` (runs what is missing, then this page), code at commit
+{_commit()}; the run took {wall:.0f} min of one core ({search:.0f} min of it the long searches
+for the best known placements), 2-core machine, shared. Every time is simulated.
+
+### The estimate of a forced placement, rank order vs dispatch order
+
+"best heuristic": the fastest cheap heuristic's placement; "... zero-shot heft / dispatch": that
+network's zero-shot placement found in that order.
+
+{dispatch_forced_table(recs)}
+
+### Zero-shot placement in each order (simulated)
+
+{dispatch_zero_shot_table(recs)}
+
+"zero-shot est / sim": the rollout's estimate of its pick over the pick's simulated time;
+"best of 65 by sim / zero-shot": the 65 rollouts ranked by the simulator instead of the
+estimate; the last two columns: the order probe's oracle and self orders on the same cases.
+
+{dispatch_other_table(recs)}
+
+### What it means
+
+{DISPATCH_CONCLUSION}"""
+
+
+DISPATCH_CONCLUSION = "(to be written from the figures above)"
+
+
 def run(limit: int | None, log) -> None:
     import torch
     torch.set_num_threads(1)
@@ -431,7 +614,8 @@ an earlier study's placement beat the long search). Pretrained policy: {policies
 network at torch seed 0. Ratios are geometric means over cases; "share of the gap oracle
 closes" = (heft - oracle) / (heft - 1) on the "/ known" geomeans; "best of 65 by sim": the
 fastest of the 65 rollouts when each is simulated (what the order lets the policy reach, with
-no estimate in between).
+no estimate in between). The last section, built on that conclusion, measures a rollout that
+takes ops in the simulator's dispatch order (`--dispatch`).
 
 Rebuilt by `nice .venv/bin/python -m pretrain.order_probe` (records in
 pretrain/order_probe.jsonl; `--page-only` rebuilds this page from them), code at commit
@@ -473,6 +657,10 @@ scheduler under each order, over the simulated step time of that placement (pert
 ## Conclusion
 
 {CONCLUSION}
+
+## The dispatch-order rollout (`--dispatch`)
+
+{dispatch_section()}
 
 ## Per case
 
@@ -526,9 +714,13 @@ def main(argv=None) -> int:
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     ap.add_argument("--finetune", action="store_true",
                     help="the test split's cases at 100 fine-tuning samples under heft and self")
+    ap.add_argument("--dispatch", action="store_true",
+                    help="the dispatch-order rollout against HEFT's order (order_dispatch.jsonl)")
     args = ap.parse_args(argv)
     if args.finetune:
         run_finetune("test split", sys.stderr)
+    elif args.dispatch:
+        run_dispatch(args.limit, sys.stderr)
     elif not args.page_only:
         run(args.limit, sys.stderr)
     write_page(_commit())

@@ -246,7 +246,7 @@ def decision_logits(ro, sc: ScoresNp) -> np.ndarray:
 
 
 def decisions_are_safe(ro, sc: ScoresNp, u01: np.ndarray | None) -> bool:
-    """Whether every decision of ``ro`` (see gplace.gnn.schedule._choose) is beyond the
+    """Whether every decision of ``ro`` (see gplace.gnn.decision.choose) is beyond the
     margins: greedy (``u01`` None) when the top logit leads the next by SAFE_LOGIT_GAP,
     sampled when the draw ``u01`` lies SAFE_SHARE_GAP or more from both ends of the chosen
     device's cumulative share of the softmax."""

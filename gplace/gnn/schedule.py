@@ -6,7 +6,9 @@ Here the same loop runs (compiled with numba), and at each unit's first op a pol
 device from the partial schedule, in the spirit of Doppler (ICLR 2026) and Placeto (NeurIPS
 2019): a decision can depend on earlier ones, so imitating HEFT is representable and improving
 on it is learnable. The rank order depends on the graph only (an op is ready when its producers
-are scheduled), so it is computed once per problem.
+are scheduled), so it is computed once per problem. ``build_sched(problem, dispatch=True)``
+takes ops instead in the order the simulator starts them (gplace.gnn.dispatch), so that the
+estimate and the features follow the simulated schedule.
 
 Decision features (``DYN_FEATURES`` per device, times in units of ``tau``, the graph's mean
 best-device op time; all but 4-5 shifted by the best device so they are 0 there):
@@ -34,14 +36,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
+from gplace.gnn.decision import (DYN_FEATURES, FORCED, GREEDY, MASKED, MIXED, MIXED_SAMPLE,
+                                 SAMPLE, UNIT_EFT, decide, lane_free, run_on_lane)
+from gplace.gnn.dispatch import dispatch_rollout
 from gplace.problem import PlacementProblem
 
-DYN_FEATURES = 8
-UNIT_EFT = 7  # the feature index of the whole unit's earliest finish time (list above)
-SAMPLE, GREEDY, FORCED, MIXED, MIXED_SAMPLE = 0, 1, 2, 3, 4  # rollout modes
-# The logit of a device the unit does not fit on, here and in gplace.gnn.learn's loss: finite,
-# so that no 0 * inf reaches an entropy; its softmax weight is exactly 0 in float64.
-MASKED = -1e9
+__all__ = ["DYN_FEATURES", "UNIT_EFT", "SAMPLE", "GREEDY", "FORCED", "MIXED", "MIXED_SAMPLE",
+           "MASKED", "SchedArrays", "Rollouts", "build_sched", "rollout"]
+
 
 
 class SchedArrays(NamedTuple):
@@ -63,6 +65,10 @@ class SchedArrays(NamedTuple):
     need: np.ndarray        # (units,) float64 bytes (Baechi's static estimate)
     capacity: np.ndarray    # (D,) float64 bytes
     tau: float              # seconds: the feature time scale
+    succ_ptr: np.ndarray    # (ops+1,) int64 CSR of aggregated out-edges (dispatch order)
+    succ_op: np.ndarray     # (pairs,) int64
+    position: np.ndarray    # (ops,) int64 topological position: the simulator's tie-break
+    dispatch: bool = False  # take ops in the simulator's dispatch order (gplace.gnn.dispatch)
 
     @property
     def num_units(self) -> int:
@@ -82,7 +88,9 @@ class Rollouts(NamedTuple):
     estimate_s: np.ndarray  # (K,) the list schedule's own makespan estimate
 
 
-def build_sched(problem: PlacementProblem) -> SchedArrays:
+def build_sched(problem: PlacementProblem, dispatch: bool = False) -> SchedArrays:
+    """The arrays of ``problem``; ``dispatch``: the rollout takes ops in the order the simulator
+    starts them (gplace.gnn.dispatch) instead of HEFT's rank order."""
     from gplace.placers.heuristics_list import upward_rank
     from gplace.placers.heuristics_view import build_view
     view = build_view(problem)
@@ -99,7 +107,8 @@ def build_sched(problem: PlacementProblem) -> SchedArrays:
         unit_cost, *_unit_adjacency(problem),
         np.concatenate([[0], np.cumsum(lanes)]).astype(np.int64),
         np.ascontiguousarray(view.latency), np.ascontiguousarray(view.inv_bw),
-        view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12))
+        view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12),
+        view.succ_ptr, view.succ_op, view.position, dispatch)
 
 
 def _rank_order(view, rank: np.ndarray) -> np.ndarray:
@@ -144,7 +153,8 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     follows ``forced`` at each decision with probability ``follow`` (uniforms from ``seed``)
     and takes the argmax otherwise: the states the policy itself reaches, for imitation along
     its own schedule (DAgger, Ross et al. 2011); MIXED_SAMPLE is MIXED with the other
-    decisions drawn from the softmax (the states of the policy's samples)."""
+    decisions drawn from the softmax (the states of the policy's samples). Ops are taken in
+    HEFT's rank order, or in dispatch order where ``a.dispatch`` (gplace.gnn.dispatch)."""
     nu, nd = a.num_units, a.num_devices
     if forced is not None:
         forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
@@ -164,6 +174,13 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     ha, hb, hv = (np.ascontiguousarray(x, np.float64) for x in head)
 
     def one(k: int) -> None:
+        if a.dispatch:
+            est[k] = dispatch_rollout(
+                a.position, a.pred_ptr, a.pred_op, a.pred_bytes, a.succ_ptr, a.succ_op, a.cost,
+                a.unit_of_op, a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr,
+                a.latency, a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
+                u01[k], forced[k], follow, placements[k], phi[k], mask[k])
+            return
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
                           a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
@@ -231,108 +248,18 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
                 if t > r:
                     r = t
             ready[d] = r
-            start[d] = max(r, _lane_free(lanes, lane_ptr, d))
+            start[d] = max(r, lane_free(lanes, lane_ptr, d))
         if placed < 0:
-            _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
-                      unit_dev, used, load, need, capacity, tau, phi[u], mask[u])
-            if mode == FORCED or ((mode == MIXED or mode == MIXED_SAMPLE) and u01[u] < follow):
-                mask[u, forced[u]] = True
-                d = forced[u]
-            elif mode == MIXED_SAMPLE:  # given u01 >= follow, (u01 - follow) / (1 - follow) is uniform
-                d = _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u], SAMPLE,
-                            (u01[u] - follow) / (1.0 - follow))
-            else:
-                d = _choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u],
-                            GREEDY if mode == MIXED else mode, u01[u])
+            d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
+                       unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
+                       forced, follow, phi, mask)
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]
         op_dev[op] = d
         finish[op] = start[d] + cost[op, d]
-        _run_on_lane(lanes, lane_ptr, d, finish[op])
+        run_on_lane(lanes, lane_ptr, d, finish[op])
         load[d] += cost[op, d]
         if finish[op] > makespan:
             makespan = finish[op]
     return makespan
-
-
-@njit(cache=True, inline="always")
-def _lane_free(lanes, lane_ptr, d):
-    m = lanes[lane_ptr[d]]
-    for k in range(lane_ptr[d] + 1, lane_ptr[d + 1]):
-        m = min(m, lanes[k])
-    return m
-
-
-@njit(cache=True, inline="always")
-def _run_on_lane(lanes, lane_ptr, d, end):
-    best = lane_ptr[d]
-    for k in range(lane_ptr[d] + 1, lane_ptr[d + 1]):
-        if lanes[k] < lanes[best]:
-            best = k
-    lanes[best] = end
-
-
-@njit(cache=True)
-def _features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, unit_dev,
-              used, load, need, capacity, tau, phi, mask):
-    nd = cost.shape[1]
-    traffic = np.zeros(nd)
-    total = 0.0
-    for e in range(adj_ptr[u], adj_ptr[u + 1]):
-        v = unit_dev[adj_unit[e]]
-        if v >= 0:
-            traffic[v] += adj_bytes[e]
-            total += adj_bytes[e]
-    eft = np.empty(nd)
-    ueft = np.empty(nd)
-    any_fit = False
-    for d in range(nd):
-        eft[d] = start[d] + cost[op, d]
-        ueft[d] = start[d] + unit_cost[u, d]
-        mask[d] = used[d] + need[u] <= capacity[d]
-        any_fit = any_fit or mask[d]
-    if not any_fit:
-        mask[:] = True
-    m_eft, m_start, m_ready, m_ueft, m_load = eft.min(), start.min(), ready.min(), ueft.min(), load.min()
-    for d in range(nd):
-        phi[d, 0] = np.log1p((eft[d] - m_eft) / tau)
-        phi[d, 1] = np.log1p((start[d] - m_start) / tau)
-        phi[d, 2] = np.log1p((ready[d] - m_ready) / tau)
-        phi[d, 3] = np.log1p(max(start[d] - ready[d], 0.0) / tau)
-        phi[d, 4] = min((used[d] + need[u]) / max(capacity[d], 1.0), 2.0)
-        phi[d, 5] = traffic[d] / total if total > 0 else 0.0
-        phi[d, 6] = np.log1p((load[d] - m_load) / tau) / 4.0
-        phi[d, 7] = np.log1p((ueft[d] - m_ueft) / tau)
-
-
-@njit(cache=True)
-def _choose(s, w, ha, hb, hv, phi, mask, mode, u):
-    nd = s.shape[0]
-    logits = np.empty(nd)
-    best = -1
-    for d in range(nd):
-        x = s[d]
-        for f in range(w.shape[0]):
-            x += w[f] * phi[d, f]
-        for j in range(ha.shape[0]):  # the state head, if any
-            z = hb[j]
-            for f in range(w.shape[0]):
-                z += ha[j, f] * phi[d, f]
-            if z > 0.0:
-                x += hv[j] * z
-        logits[d] = x if mask[d] else MASKED
-        if mask[d] and (best < 0 or logits[d] > logits[best]):
-            best = d
-    if mode == GREEDY:
-        return best
-    z, top = 0.0, logits[best]
-    for d in range(nd):
-        logits[d] = np.exp(logits[d] - top) if mask[d] else 0.0
-        z += logits[d]
-    acc, target = 0.0, u * z
-    for d in range(nd):
-        acc += logits[d]
-        if mask[d] and acc >= target:
-            return d
-    return best

@@ -1,0 +1,164 @@
+"""The rollout in dispatch order: ops taken in the order the simulator starts them.
+
+The rank-order rollout (gplace.gnn.schedule) appends ops to their device's lanes in HEFT's
+upward-rank order, while the simulator (gplace.sim.reference) serves each device's ready ops
+first-ready-first-served (ties: topological position) on the lane that frees first; for the
+same placement the two schedules differ and so do the rollout's estimate and its features
+(pretrain/ORDER.md: the rank-order estimate of good placements is 1.155x their simulated time).
+
+Here the rollout always takes next the ready op (its producers scheduled) of earliest start,
+key (earliest start, data ready, topological position), start = max(data ready on its device,
+that device's earliest-free lane). A placed unit's op has one device; for the first ready op of
+an unplaced unit the key is the minimum over devices, and the unit's device is chosen (as in the
+rank order: features, mask, policy) when that op comes first; the op then waits for its turn on
+the chosen device. A device's start is increasing in the data-ready time, so each device serves
+its ops in data-ready order, as the simulator does.
+
+Keys need no re-evaluation as lanes fill: a placed op waits in its device's heap keyed (data
+ready there, position), fixed once it is ready; an unplaced unit's ready op waits in every
+device's heap of unplaced ops, keyed the same on that device, so the minimum over devices of
+max(data ready, lane free) is the minimum over the tops of the heaps. Entries of ops decided
+since are dropped, or moved to their device's heap, when they reach a top.
+
+What still differs from the simulator:
+
+* transfers: no channel contention (the simulator's FIFO per device pair or shared bus), and
+  a producer's outputs read by one consumer count as one transfer of their summed bytes (the
+  same arrival when the channel is idle); data ready = producer end + latency + bytes /
+  bandwidth, the rank-order rollout's model;
+* receive tasks (links with ``recv_cpu_s``): not run on the receiver's lanes;
+* ties at equal times between an op and a transfer (the simulator orders all tasks by one key).
+
+Where no transfer waits for a channel and no link charges a receive task, the forced rollout's
+estimate of a placement is its simulated step time up to rounding (tests/gnn/test_schedule.py);
+on the order probe's cases see pretrain/ORDER.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from gplace.gnn.decision import decide, lane_free, run_on_lane
+from gplace.sim.heap import bits, from_bits, pop, push
+
+WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
+
+
+@njit(cache=True, nogil=True)
+def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, cost,
+                     unit_of_op, unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency,
+                     inv_bw, need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced, follow,
+                     unit_dev, phi, mask):
+    """gplace.gnn.schedule._rollout's arguments and results, ``order`` replaced by
+    ``position`` and the successors; returns the makespan estimate."""
+    n, nd = cost.shape[0], cost.shape[1]
+    op_at = np.empty(n, np.int64)
+    for op in range(n):
+        op_at[position[op]] = op
+    finish = np.zeros(n)
+    op_dev = np.zeros(n, np.int64)
+    unit_dev[:] = -1
+    lanes = np.zeros(lane_ptr[nd])
+    used, load = np.zeros(nd), np.zeros(nd)
+    ready, start = np.empty(nd), np.empty(nd)
+    data_ready = np.zeros((n, nd))
+    state = np.zeros(n, np.int64)
+    pending = pred_ptr[1:] - pred_ptr[:-1]
+    heaps = np.empty((2 * nd, 2 * max(n, 1)), np.int64)  # placed on d: row d; unplaced: nd + d
+    size = np.zeros(2 * nd, np.int64)
+    for op in range(n):
+        if pending[op] == 0:
+            _enqueue(op, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw,
+                     unit_dev[unit_of_op[op]], position, data_ready, state, heaps, size)
+    makespan, done = 0.0, 0
+    while True:
+        k, t = _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at,
+                         lanes, lane_ptr)
+        if k < 0:
+            break
+        op = op_at[heaps[k, 1]]
+        size[k] = pop(heaps[k], size[k])
+        if k >= nd:  # the first ready op of an unplaced unit: decide, then wait for its turn
+            u = unit_of_op[op]
+            for d in range(nd):
+                ready[d] = data_ready[op, d]
+                start[d] = max(ready[d], lane_free(lanes, lane_ptr, d))
+            d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
+                       unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
+                       forced, follow, phi, mask)
+            unit_dev[u] = d
+            used[d] += need[u]
+            state[op] = PLACED
+            size[d] = push(heaps[d], size[d], bits(data_ready[op, d]), position[op])
+            continue
+        op_dev[op] = k
+        finish[op] = t + cost[op, k]
+        run_on_lane(lanes, lane_ptr, k, finish[op])
+        load[k] += cost[op, k]
+        makespan = max(makespan, finish[op])
+        state[op] = DONE
+        done += 1
+        for e in range(succ_ptr[op], succ_ptr[op + 1]):
+            c = succ_op[e]
+            pending[c] -= 1
+            if pending[c] == 0:
+                _enqueue(c, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw,
+                         unit_dev[unit_of_op[c]], position, data_ready, state, heaps, size)
+    assert done == n  # every op ran once (the op graph is acyclic)
+    return makespan
+
+
+@njit(cache=True)
+def _enqueue(op, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw, placed,
+             position, data_ready, state, heaps, size):
+    """A ready op (its producers scheduled): its data-ready times, into its device's heap, or
+    into every device's unplaced heap if its unit (``placed``: its device, or -1) is not."""
+    nd = latency.shape[0]
+    for d in range(nd):
+        if placed >= 0 and d != placed:
+            continue
+        r = 0.0
+        for e in range(pred_ptr[op], pred_ptr[op + 1]):
+            p = pred_op[e]
+            a = op_dev[p]
+            r = max(r, finish[p] + latency[a, d] + pred_bytes[e] * inv_bw[a, d])
+        data_ready[op, d] = r
+        k = d if placed >= 0 else nd + d
+        size[k] = push(heaps[k], size[k], bits(r), position[op])
+    state[op] = PLACED if placed >= 0 else UNPLACED
+
+
+@njit(cache=True)
+def _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at, lanes,
+              lane_ptr):
+    """(the heap whose top op starts first, by (start, data ready, position), its start); -1
+    when every heap is empty. Drops the unplaced heaps' stale tops first."""
+    nd = lane_ptr.shape[0] - 1
+    best, bs, br, bp = -1, 0.0, 0.0, 0
+    for k in range(2 * nd):
+        if k >= nd:
+            _drop_stale(k, heaps, size, state, unit_of_op, unit_dev, data_ready, position,
+                        op_at)
+        if size[k] == 0:
+            continue
+        r, p = from_bits(heaps[k, 0]), heaps[k, 1]
+        t = max(r, lane_free(lanes, lane_ptr, k % nd))
+        if best < 0 or t < bs or (t == bs and (r < br or (r == br and p < bp))):
+            best, bs, br, bp = k, t, r, p
+    return best, bs
+
+
+@njit(cache=True)
+def _drop_stale(k, heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at):
+    """Pops unplaced heap k's tops until one is an unplaced unit's ready op; the op of a unit
+    placed since it was pushed goes to that device's heap (once: its state becomes PLACED)."""
+    while size[k] > 0:
+        op = op_at[heaps[k, 1]]
+        d = unit_dev[unit_of_op[op]]
+        if state[op] == UNPLACED and d < 0:
+            return
+        size[k] = pop(heaps[k], size[k])
+        if state[op] == UNPLACED:
+            state[op] = PLACED
+            size[d] = push(heaps[d], size[d], bits(data_ready[op, d]), position[op])
