@@ -448,10 +448,13 @@ def dispatch_section() -> str:
     if not recs:
         return "(not run: `--dispatch`)"
     probe = {(r["graph"], r["cluster"]): r for r in load_records()}
-    same = sum(abs(r["pretrained"]["heft"]["zs"] -
-                   probe[r["graph"], r["cluster"]]["pretrained"]["heft"]["zs"][0])
-               <= 1e-9 * r["pretrained"]["heft"]["zs"]
-               for r in recs if (r["graph"], r["cluster"]) in probe)
+
+    def close(a, b):
+        return abs(a - b) <= 1e-9 * a
+    same = sum(close(r["best known"], q["best known"]) and
+               all(close(r[tag]["heft"]["zs"], q[tag]["heft"]["zs"][0])
+                   for tag in ("pretrained", "untrained"))
+               for r in recs if (q := probe.get((r["graph"], r["cluster"]))))
     wall = sum(r["wall_s"] for r in recs) / 60
     search = sum(r["search_s"] for r in recs) / 60
     ft = sum(r["dispatch ft wall_s"] for r in _jsonl(DISPATCH_FT_RECORDS)) / 60
@@ -459,11 +462,12 @@ def dispatch_section() -> str:
 `build_sched(problem, dispatch=True)`): always the ready op of earliest start (data ready, then
 the device's earliest-free lane; for the first ready op of an unplaced unit the earliest over
 devices, and the unit's device is chosen then), so each device serves its ops
-first-ready-first-served as the simulator does; it leaves out the links' queues (and receive tasks, which no
-cluster here has). Same features, same networks: the shipped policy was trained on HEFT-order
-features, so its use in dispatch order is **out of distribution**; the untrained network (torch
-seed 0) is not. Cases: {n_cases(recs)} of the order probe; the best known placement as there
-(rerun); its heft zero-shot reproduces the order probe's record in {same} of {len(recs)} cases.
+first-ready-first-served as the simulator does; it leaves out the links' queues (and receive
+tasks, which no cluster here has). Same features, same networks: the shipped policy was trained
+on HEFT-order features, so its use in dispatch order is **out of distribution**; the untrained
+network (torch seed 0) learned nothing to carry over. Cases: {n_cases(recs)} of the order probe,
+the best known placement as there (rerun); the best known step time and both networks' heft
+zero-shot reproduce the order probe's records in {same} of {len(recs)} cases.
 Records in pretrain/order_dispatch.jsonl, rebuilt by `nice .venv/bin/python -m
 pretrain.order_probe --dispatch` (runs what is missing, then this page), code at commit
 {_commit()}; the run took {wall:.0f} min of one core ({search:.0f} min of it the long searches
