@@ -1,7 +1,7 @@
 """Does the order in which the list scheduler takes ops limit what the policy can reach?
 
     nice .venv/bin/python -m pretrain.order_probe              # runs what is missing, then the page
-    nice .venv/bin/python -m pretrain.order_probe --dispatch   # the dispatch-order arm, then the page
+    nice .venv/bin/python -m pretrain.order_probe --dispatch   # the dispatch arm, then the page
     nice .venv/bin/python -m pretrain.order_probe --dispatch --finetune  # its fine-tuning rows
     .venv/bin/python -m pretrain.order_probe --page-only       # the page from the records alone
 
