@@ -129,7 +129,7 @@ def fresh_network(policy, seed: int):
 
 def best_of_16(problem, m, policy, seed: int) -> float:
     from gplace.gnn.learn import ProblemState, sample
-    b = sample(policy, ProblemState(problem, m), 16, seed)
+    b = sample(policy, ProblemState(problem, m, dispatch=policy.dispatch), 16, seed)
     return float(np.min(np.where(b.feasible, b.step_time_s, np.inf)))
 
 
@@ -144,7 +144,7 @@ def zero_shot_runs(problem, m, policy, seed: int) -> dict[str, float]:
     measured policy samples."""
     from gplace.gnn.learn import ProblemState, greedy
     from gplace.gnn.placer import GNNPlacer
-    state = ProblemState(problem, m)
+    state = ProblemState(problem, m, dispatch=policy.dispatch)
     rows = {}
     for tag, net in (("", policy), ("untrained ", fresh_network(policy, seed))):
         zero = GNNPlacer(seed, policy=net).zero_shot(problem, state)

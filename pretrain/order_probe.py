@@ -229,7 +229,7 @@ def finetune_case(graph: str, cluster: str, info: dict) -> dict:
         for name in ("heft", "self"):
             for seed in FT_SEEDS:
                 if name == "self":
-                    learn.build_sched = lambda p, _o=mine: build(p)._replace(order=_o)
+                    learn.build_sched = lambda p, d=False, _o=mine: build(p, d)._replace(order=_o)
                 try:
                     r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
                 finally:
@@ -255,6 +255,60 @@ def run_finetune(study: str, log, path: Path = FT_RECORDS, case=finetune_case) -
 def _jsonl(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] \
         if path.exists() else []
+
+
+def run_dispatch_policy(checkpoint: str, log) -> None:
+    """``--dispatch-policy CKPT``: dispatch_finetune_case for a policy pretrained in dispatch
+    order (gplace pretrain --order dispatch), tagged "dispatch-pretrained"."""
+    from gplace.gnn.placer import load_policy
+    policy, _ = load_policy(checkpoint)
+    if policy.order != "dispatch":
+        raise SystemExit(f"{checkpoint}: a policy of the {policy.order} order")
+    run_finetune("test split", log, POLICY_RECORDS,
+                 lambda g, c, i: {**dispatch_finetune_case(g, c, i,
+                                                           {"dispatch-pretrained": policy}),
+                                  "checkpoint": checkpoint})
+
+
+def dispatch_policy_table() -> str:
+    """The dispatch-pretrained policy against the untrained network in dispatch order and the
+    shipped policy in HEFT's order, on the fine-tuning cases."""
+    recs = _jsonl(POLICY_RECORDS)
+    if not recs:
+        return "(not run: `--dispatch-policy CKPT`)"
+    base = {(r["graph"], r["cluster"]): r for r in _jsonl(FT_RECORDS)}
+    more = {(r["graph"], r["cluster"]): r for r in _jsonl(DISPATCH_FT_RECORDS)}
+    recs = [{**base[(r["graph"], r["cluster"])], **more[(r["graph"], r["cluster"])], **r}
+            for r in recs]
+
+    def g(key, what):
+        return [np.mean([r[f"{key} {what} s{s}"] for s in FT_SEEDS]) / r["best heuristic"]
+                for r in recs]
+    rows = ["| figure (geomean over cases) | ft 100 | zero-shot | cases better (ft 100) |",
+            "|---|---|---|---|"]
+    arms = {"dispatch-pretrained, dispatch order / best heuristic":
+            ("dispatch-pretrained dispatch", None),
+            "untrained, dispatch order / best heuristic": ("untrained dispatch", None),
+            "shipped policy, HEFT order / best heuristic": ("pretrained heft", None),
+            "dispatch-pretrained / untrained, both dispatch order":
+            ("dispatch-pretrained dispatch", "untrained dispatch"),
+            "dispatch-pretrained / shipped in HEFT order":
+            ("dispatch-pretrained dispatch", "pretrained heft")}
+    for label, (a, b) in arms.items():
+        fa, za = g(a, "ft 100"), g(a, "zero-shot")
+        if b is None:
+            rows.append(f"| {label} | {geomean(fa):.3f} | {geomean(za):.3f} | |")
+            continue
+        fb, zb = g(b, "ft 100"), g(b, "zero-shot")
+        better = sum(x < y for x, y in zip(fa, fb))
+        rows.append(f"| {label} | {geomean(np.divide(fa, fb)):.3f} | "
+                    f"{geomean(np.divide(za, zb)):.3f} | {better} of {len(recs)} |")
+    wall = sum(r["dispatch ft wall_s"] for r in recs) / 60
+    return (f"Policy: `{recs[0]['checkpoint']}`; the same {len(recs)} cases and seeds "
+            f"{', '.join(map(str, FT_SEEDS))} as the fine-tuning section, 100 samples without "
+            f"heuristic starts, zero-shot as GNNPlacer; {wall:.0f} min of one core. Records in "
+            "pretrain/order_dispatch_policy.jsonl (`--dispatch-policy CKPT`).\n\n"
+            + "\n".join(rows))
 
 
 def finetune_table() -> str:
@@ -294,6 +348,8 @@ def load_records() -> list[dict]:
 # ---- the dispatch-order rollout (--dispatch) ------------------------------------------------
 DISPATCH_RECORDS = HERE / "order_dispatch.jsonl"
 DISPATCH_FT_RECORDS = HERE / "order_dispatch_finetune.jsonl"  # --dispatch --finetune
+# --dispatch-policy CKPT: a policy pretrained in dispatch order on the fine-tuning cases
+POLICY_RECORDS = HERE / "order_dispatch_policy.jsonl"
 SCHED_ORDERS = ("heft", "dispatch")  # SchedArrays.dispatch False, True
 
 
@@ -343,10 +399,12 @@ def dispatch_case(graph: str, cluster: str, info: dict) -> dict:
     return rec
 
 
-def dispatch_finetune_case(graph: str, cluster: str, info: dict) -> dict:
+def dispatch_finetune_case(graph: str, cluster: str, info: dict, nets=None) -> dict:
     """``--dispatch --finetune``: finetune_case's 100 samples with the list scheduler in
-    dispatch order, zero-shot included, for both networks and FT_SEEDS."""
-    import gplace.gnn.learn as learn
+    dispatch order, zero-shot included, for both networks (``nets``: {tag: policy}, default
+    :func:`networks`) and FT_SEEDS."""
+    import copy
+
     from finetune.study import build_case
     from gplace.gnn.corpus import list_corpus
     from gplace.gnn.placer import GNNPlacer
@@ -354,14 +412,12 @@ def dispatch_finetune_case(graph: str, cluster: str, info: dict) -> dict:
     entry = next(e for e in list_corpus(ROOT / "datasets") if e.name == graph)
     problem, m, _, _ = build_case(entry, cluster)
     rec = {"graph": graph, "cluster": cluster}
-    build = learn.build_sched
-    for tag, (net, _) in networks(info["study"]).items():
+    nets = nets or {tag: net for tag, (net, _) in networks(info["study"]).items()}
+    for tag, net in nets.items():
+        net = copy.deepcopy(net)
+        net.order = "dispatch"  # the same weights, their scheduler in dispatch order
         for seed in FT_SEEDS:
-            learn.build_sched = lambda p: build(p, dispatch=True)
-            try:
-                r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
-            finally:
-                learn.build_sched = build
+            r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
             rec[f"{tag} dispatch ft 100 s{seed}"] = float(r.step_time_s)
             rec[f"{tag} dispatch zero-shot s{seed}"] = float(r.info["zero_shot_step_time_s"])
     rec["dispatch ft wall_s"] = round(time.perf_counter() - t0, 1)
@@ -524,6 +580,9 @@ HEFT-order one (1.184x, 0.863x) that the ablation used; on these figures the shi
 add nothing over it. Keep HEFT's order as GNNPlacer's default until a dispatch-order policy
 exists (the shipped one loses 1.6% zero-shot in dispatch order). A more faithful estimate
 would model the channels' FIFO queues as the simulator does."""
+
+
+DISPATCH_POLICY_NOTE = "(to be written from the table above)"
 
 
 def run(limit: int | None, log) -> None:
@@ -729,6 +788,12 @@ scheduler under each order, over the simulated step time of that placement (pert
 
 {dispatch_section()}
 
+### A policy pretrained in dispatch order (`--dispatch-policy CKPT`)
+
+{dispatch_policy_table()}
+
+{DISPATCH_POLICY_NOTE}
+
 ## Per case
 
 {case_table(recs)}
@@ -781,10 +846,14 @@ def main(argv=None) -> int:
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     ap.add_argument("--finetune", action="store_true",
                     help="the test split's cases at 100 fine-tuning samples under heft and self")
+    ap.add_argument("--dispatch-policy", metavar="CKPT", default=None,
+                    help="a policy pretrained in dispatch order on the fine-tuning cases")
     ap.add_argument("--dispatch", action="store_true",
                     help="the dispatch-order rollout against HEFT's order (order_dispatch.jsonl)")
     args = ap.parse_args(argv)
-    if args.finetune and args.dispatch:
+    if args.dispatch_policy:
+        run_dispatch_policy(args.dispatch_policy, sys.stderr)
+    elif args.finetune and args.dispatch:
         run_finetune("test split", sys.stderr, DISPATCH_FT_RECORDS, dispatch_finetune_case)
     elif args.finetune:
         run_finetune("test split", sys.stderr)

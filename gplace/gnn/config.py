@@ -91,6 +91,8 @@ class PretrainConfig:
     head_hidden: int = 0           # > 0: a state head of this width adds a nonlinear function
                                    # of the partial schedule to each decision's logits
                                    # (gplace.gnn.policy.Scores); 0: the linear policy
+    order: str = "rank"            # the list scheduler's op order: HEFT's upward "rank" or
+                                   # the simulator's "dispatch" order (pretrain/ORDER.md)
     seed: int = 0                  # problems, rollouts and expert searches; 0 <= seed < 2**32
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
                                    # one on ResNet-50
@@ -118,6 +120,7 @@ class PretrainConfig:
                 (self.hidden_channels < 1, "--hidden-channels must be >= 1"),
                 (self.num_layers < 1, "--num-layers must be >= 1"),
                 (self.head_hidden < 0, "--head-hidden must be >= 0"),
+                (self.order not in ("rank", "dispatch"), "--order must be rank or dispatch"),
                 (self.threads < 1, "--threads must be >= 1"),
                 (self.rounds < 0, "--rounds must be >= 0"),
                 (not 0 <= self.seed < 2**32, "--seed must be in [0, 2**32)"),

@@ -30,10 +30,10 @@ EXPERT_VERSION = 1  # part of the cache key: bump when the search changes
 
 def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.ndarray],
                   budget: int, seed: int, hidden_channels: int = 64, num_layers: int = 3,
-                  start: str | Path | None = None) -> np.ndarray:
+                  start: str | Path | None = None, order: str = "rank") -> np.ndarray:
     """The best placement a ``budget``-sample fine-tuning search finds (at least as fast as
-    the best seed), from an untrained network or, with ``start``, from that policy checkpoint
-    (the next round of expert iteration)."""
+    the best seed), from an untrained network (its scheduler's op ``order``) or, with
+    ``start``, from that policy checkpoint (the next round of expert iteration)."""
     import torch
 
     from gplace.gnn.placer import GNNPlacer
@@ -42,7 +42,7 @@ def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.
     # validation (inference mode), where a problem may be built on first use
     with torch.inference_mode(False), torch.enable_grad():
         torch.manual_seed(seed)
-        policy = (GNNPolicy(hidden_channels, num_layers) if start is None
+        policy = (GNNPolicy(hidden_channels, num_layers, order=order) if start is None
                   else GNNPolicy.load(start)[0])
         placer = GNNPlacer(seed=seed, policy=policy)
         return placer.place(problem, measurer, budget, seeds=list(seeds)).placement

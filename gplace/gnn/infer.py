@@ -282,7 +282,8 @@ class ZeroShotPlacer:
     def zero_shot(self, problem: PlacementProblem, features=None, sched=None) -> np.ndarray:
         """GNNPlacer.zero_shot's placement."""
         features = features if features is not None else problem_features(problem)
-        sched = sched if sched is not None else build_sched(problem)
+        sched = sched if sched is not None else build_sched(
+            problem, dispatch=self.weights.kwargs.get("order") == "dispatch")
         sc = as_float64(tempered(scores(self.weights, features), self.config.learn.temperature))
         found = best_rollout(sched, sc, self.config.zero_shot_rollouts, self.seed)
         if found.safe:

@@ -73,10 +73,12 @@ class ProblemState:
     """What learning needs about one problem: features, scheduler arrays, measurer, elites."""
 
     def __init__(self, problem: PlacementProblem, measurer: Measurer | None = None,
-                 seeds: list[np.ndarray] = (), elite_size: int = 4):
+                 seeds: list[np.ndarray] = (), elite_size: int = 4, dispatch: bool = False):
+        """``dispatch``: the scheduler's op order is the simulator's dispatch order (a policy
+        whose ``order`` is "dispatch"), else HEFT's rank order."""
         self.problem = problem
         self.features = FeatureTensors.from_numpy(problem_features(problem))
-        self.sched = build_sched(problem)
+        self.sched = build_sched(problem, dispatch)
         self.measurer = measurer or SimMeasurer(problem)
         self.elite_size = elite_size
         self.elites: list[Elite] = []

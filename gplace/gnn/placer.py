@@ -54,7 +54,8 @@ class GNNPlacer:
         """The placement fine-tuning starts from, with no samples spent (:meth:`_zero_shot`);
         ``state``: the problem's ProblemState, if the caller has one (its features and
         scheduler arrays are then not built again)."""
-        return self._zero_shot(self.policy, state or ProblemState(problem, _NoMeasurer()))
+        return self._zero_shot(self.policy, state or ProblemState(
+            problem, _NoMeasurer(), dispatch=self.policy.dispatch))
 
     def _zero_shot(self, policy: GNNPolicy, state: ProblemState) -> np.ndarray:
         """The greedy rollout, or, with ``zero_shot_rollouts`` K > 0, the best of it and K
@@ -85,7 +86,8 @@ class GNNPlacer:
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()
         tracker = Tracker(problem, measurer, budget)
-        state = ProblemState(problem, measurer, elite_size=cfg.elite_size)
+        state = ProblemState(problem, measurer, elite_size=cfg.elite_size,
+                             dispatch=policy.dispatch)
         zero = self._zero_shot(policy, state)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged

@@ -41,6 +41,7 @@ from gplace.io import atomic_write, read_checkpoint
 
 CHECKPOINT_FORMAT = "gplace-policy"
 CHECKPOINT_VERSION = 2  # 2: list-scheduler policy (scores s and decision weights w)
+ORDERS = ("rank", "dispatch")  # the list scheduler's op orders (GNNPolicy's ``order``)
 
 
 class FeatureTensors(NamedTuple):
@@ -130,15 +131,23 @@ def _zero_last(seq: nn.Sequential) -> nn.Sequential:
 
 class GNNPolicy(nn.Module):
     def __init__(self, hidden_channels: int = 64, num_layers: int = 3, type_channels: int = 16,
-                 scale: float = 10.0, lean: bool = False, head_hidden: int = 0):
+                 scale: float = 10.0, lean: bool = False, head_hidden: int = 0,
+                 order: str = "rank"):
         """``lean``: GINE layers of gplace.gnn.gine instead of torch_geometric's GINEConv (the
         same function and parameter names; not a constructor argument of the checkpoint).
         ``head_hidden`` H > 0 adds the state head of :class:`Scores` (its output weights start
-        at zero, so an untrained network is the linear policy)."""
+        at zero, so an untrained network is the linear policy). ``order``: the order in which
+        the list scheduler takes ops, HEFT's upward ``rank`` or the simulator's ``dispatch``
+        order (gplace.gnn.schedule.build_sched); the policy's decisions are learned in it."""
         super().__init__()
+        if order not in ORDERS:
+            raise ConfigError(f"order {order!r}: one of {', '.join(ORDERS)}")
         h = hidden_channels
         self.kwargs = {"hidden_channels": h, "num_layers": num_layers,
                        "type_channels": type_channels, "scale": scale}
+        if order != "rank":  # checkpoints of rank-order policies keep their arguments
+            self.kwargs["order"] = order
+        self.order = order
         self.scale = scale  # logits = scale x (network outputs of order 1): Adam's steps of
                             # ~lr move a decision weight by ~scale x lr
         self.type_embedding = nn.Linear(len(OP_VOCAB), type_channels, bias=False)
@@ -158,6 +167,11 @@ class GNNPolicy(nn.Module):
                                        / DYN_FEATURES ** 0.5)
             self.head_b = mlp([2 * h, h, head_hidden])
             self.head_v = _zero_last(mlp([2 * h, h, head_hidden]))
+
+    @property
+    def dispatch(self) -> bool:
+        """Whether the scheduler takes ops in dispatch order (ProblemState's ``dispatch``)."""
+        return self.order == "dispatch"
 
     def param_groups(self, lr: float, w0_lr_scale: float = 10.0) -> list[dict]:
         """Adam groups: the 8 global decision weights ``w0`` move every decision of every

@@ -68,13 +68,14 @@ def cluster_of(spec: str | int) -> Cluster:
 
 def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_budget: int = 0,
                 expert_seed: int = 0, expert_from: str | None = None,
-                search: bool = True) -> ProblemState:
+                search: bool = True, order: str = "rank") -> ProblemState:
     """A full-granularity problem whose elite set starts with the heuristics' placements
     (cached beside the corpus: they are deterministic, and m-ETF takes seconds on big graphs)
     and, with ``expert_budget``, the problem's experts (gplace.gnn.experts, cached too): the
     one of this budget, seed and starting network, searched here if ``search`` and not cached
     yet, and every other cached expert of the problem. The reference time (rewards,
-    validation) stays the best heuristic's."""
+    validation) stays the best heuristic's. ``order``: the policy's (GNNPolicy), which the
+    problem's list scheduler follows."""
     graph = load_corpus_graph(entry)
     model = CostModel()
     if entry.profile is not None:
@@ -84,7 +85,8 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
     key = problem_key(problem, entry.profile is not None)
     seeds = list(cached(entry.path, "seeds", f"{entry.name}-{key}.npy", lambda: np.stack(
         [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()])))
-    state = ProblemState(problem, measurer, seeds, elite_size=elite_size)
+    state = ProblemState(problem, measurer, seeds, elite_size=elite_size,
+                         dispatch=order == "dispatch")
     if expert_budget > 0:
         name = expert_name(entry.name, key, expert_budget, expert_seed, expert_from)
         # earlier rounds' experts of this problem (other budgets or starting networks) seed
@@ -94,7 +96,7 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
         if search or (expert_folder(entry.path) / name).exists():
             found = [cached(entry.path, "experts", name, lambda: search_expert(
                 problem, measurer, seeds + earlier, expert_budget, expert_seed,
-                start=expert_from)), *earlier]
+                start=expert_from, order=order)), *earlier]
         if found:
             found = np.stack(found)
             m = measurer.measure(found)
@@ -123,7 +125,7 @@ class ProblemPool:
             entry, c = self.specs[i]
             st = build_state(entry, cluster_of(c), self.cfg.learn.elite_size,
                              self.expert_budget, self.cfg.seed, self.cfg.expert_from,
-                             search=self.search)
+                             search=self.search, order=self.cfg.order)
             for t, p in self.saved_elites.pop(self.names[i], []):
                 st.offer(np.asarray(p, np.int64)[None], np.array([t]), np.array([True]))
             self.states[i] = st
@@ -188,9 +190,12 @@ class PretrainModule(L.LightningModule):
         self.cfg = cfg
         self.save_hyperparameters({"config": _jsonable(asdict(cfg))})
         self.policy = GNNPolicy(cfg.hidden_channels, cfg.num_layers,
-                                head_hidden=cfg.head_hidden)
+                                head_hidden=cfg.head_hidden, order=cfg.order)
         if cfg.init_from is not None:
             start = GNNPolicy.load(cfg.init_from)[0]
+            if start.order != cfg.order:
+                raise ConfigError(f"{cfg.init_from}: a policy of the {start.order} order, the "
+                                  f"config asks for {cfg.order} (--order)")
             if {k: start.kwargs[k] for k in ("hidden_channels", "num_layers")} != {
                     "hidden_channels": cfg.hidden_channels, "num_layers": cfg.num_layers}:
                 raise ConfigError(f"{cfg.init_from}: a network of {start.kwargs['hidden_channels']} "
@@ -288,7 +293,7 @@ def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = Non
     record = read_checkpoint(ckpt, "Lightning checkpoint")
     cfg = record["hyper_parameters"]["config"]
     policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"],
-                       head_hidden=cfg.get("head_hidden", 0))
+                       head_hidden=cfg.get("head_hidden", 0), order=cfg.get("order", "rank"))
     policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()
                             if k.startswith("policy.")})
     steps = int(record["global_step"]) // int(cfg["learn"]["ppo_epochs"])

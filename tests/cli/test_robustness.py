@@ -362,6 +362,7 @@ CASES: dict[str, Case] = {
     "dagger temperature -1": Case(PRETRAIN + ["--dagger", "1", "--dagger-temperature", "-1"],
                                   ("--dagger-temperature must be >= 0",)),
     "temperature 0": Case(PRETRAIN + ["--temperature", "0"], ("--temperature must be > 0",)),
+    "order fifo": Case(PRETRAIN + ["--order", "fifo"], ("--order must be rank or dispatch",)),
     # --measure real: untrusted graphs and unknown step ops, refused before any TF process
     "untrusted place": Case(["place", "{hostile.pbtxt}"] + REAL,
                             ("'n0' of type ExperimentalDatasetToTFRecord", "--allow-unsafe",

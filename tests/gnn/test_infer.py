@@ -83,6 +83,29 @@ def test_the_zero_shot_result_is_gnnplacers():
         assert np.array_equal(a.info["zero_shot_placement"], b.info["zero_shot_placement"])
 
 
+def test_a_dispatch_order_policy_places_in_its_order_on_both_paths(tmp_path):
+    """A policy pretrained in the dispatch order keeps it in its checkpoint, and the torch and
+    numpy zero-shot both schedule in it: the placement is the one the dispatch-order rollout
+    gives, not the rank order's."""
+    torch.manual_seed(0)
+    policy = GNNPolicy(lean=True, order="dispatch")
+    with torch.no_grad():  # heads start at zero: give the scores some shape
+        for p in policy.pair_head.parameters():
+            p.normal_(0, 0.3)
+    policy.save(tmp_path / "d.pt")
+    loaded, _ = GNNPolicy.load(tmp_path / "d.pt")
+    assert loaded.order == "dispatch" and loaded.dispatch
+    rank = GNNPolicy.load(tmp_path / "d.pt")[0]
+    rank.order = "rank"
+    found_other = False
+    for problem in problems():
+        ours = infer.ZeroShotPlacer(seed=1, checkpoint=tmp_path / "d.pt").zero_shot(problem)
+        theirs = GNNPlacer(seed=1, policy=loaded).zero_shot(problem)
+        assert np.array_equal(ours, theirs)
+        found_other |= not np.array_equal(theirs, GNNPlacer(seed=1, policy=rank).zero_shot(problem))
+    assert found_other  # the order matters on some of these problems
+
+
 def test_a_near_tie_is_decided_by_torch(monkeypatch):
     problem = next(problems())
     monkeypatch.setattr(infer, "SAFE_LOGIT_GAP", np.inf)  # every greedy decision is "close"

@@ -99,6 +99,15 @@ def test_bad_checkpoints_get_clear_errors(tmp_path, content, message):
         GNNPolicy.load(path)
 
 
+def test_the_order_is_an_argument_of_dispatch_policies_only(tmp_path):
+    """Rank-order checkpoints (the shipped one) keep their arguments; an unknown order is a
+    one-line error."""
+    assert "order" not in GNNPolicy().kwargs and GNNPolicy().order == "rank"
+    assert GNNPolicy(order="dispatch").kwargs["order"] == "dispatch"
+    with pytest.raises(ConfigError, match="order 'fifo'"):
+        GNNPolicy(order="fifo")
+
+
 def test_truncated_checkpoint(tmp_path):
     GNNPolicy(hidden_channels=8).save(tmp_path / "p.pt")
     data = (tmp_path / "p.pt").read_bytes()
