@@ -64,11 +64,20 @@ def start_tag(start: str | Path | None) -> str:
     return hashlib.sha1(Path(start).read_bytes()).hexdigest()[:12]
 
 
+# the tail of an expert searched from the untrained network in dispatch order (a checkpoint's
+# order is in its bytes, so its hash tells the orders apart; the prior's name does not)
+DISPATCH_PRIOR = hashlib.sha1(b"the prior in dispatch order").hexdigest()[:12]
+
+
 def expert_name(graph: str, key: str, budget: int, seed: int,
-                start: str | Path | None = None) -> str:
+                start: str | Path | None = None, order: str = "rank") -> str:
     """The cache file name of the expert of problem ``key`` (gplace.gnn.cache.problem_key)
-    of graph ``graph`` from a ``budget``-sample search with ``seed`` from ``start``."""
-    tail = "" if start is None else f"-{start_tag(start)}"
+    of graph ``graph`` from a ``budget``-sample search with ``seed`` from ``start`` (the
+    untrained network in ``order`` if None)."""
+    if start is None:
+        tail = f"-{DISPATCH_PRIOR}" if order == "dispatch" else ""
+    else:
+        tail = f"-{start_tag(start)}"
     return f"{graph}-{key}-v{EXPERT_VERSION}-b{budget}-s{seed}{tail}.npy"
 
 

@@ -191,7 +191,7 @@ def expert_of(cfg: PretrainConfig, i: int, only_missing: bool):
     entry, c = pool.specs[i]
     key = problem_key_of(entry, c)
     mine = expert_folder(entry.path) / expert_name(entry.name, key, cfg.expert_budget, cfg.seed,
-                                                   cfg.expert_from)
+                                                   cfg.expert_from, cfg.order)
     searched = not mine.exists() and not (only_missing and cached_experts(entry, key, cfg.seed))
     pool.search = searched
     st = pool.state(i)

@@ -88,7 +88,7 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size,
                          dispatch=order == "dispatch")
     if expert_budget > 0:
-        name = expert_name(entry.name, key, expert_budget, expert_seed, expert_from)
+        name = expert_name(entry.name, key, expert_budget, expert_seed, expert_from, order)
         # earlier rounds' experts of this problem (other budgets or starting networks) seed
         # the search and join the elites: a round never loses what the last one found
         earlier = [a for n, a in cached_experts(entry, key, expert_seed) if n != name]

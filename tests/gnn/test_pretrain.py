@@ -204,3 +204,13 @@ def test_samples_and_loss_share_the_temperature(corpus, tmp_path, monkeypatch):
     run_pretrain(replace(cfg, learn=replace(cfg.learn, temperature=0.25)), tmp_path / "p.pt",
                  tmp_path / "runs", progress=False)
     assert seen and all(t == 0.25 and gap < 1e-9 for t, gap in seen)
+
+
+def test_experts_of_the_untrained_network_are_named_by_its_order():
+    """An expert searched from the prior in dispatch order is not taken for the rank order's
+    (whose names, like the archive's, are unchanged), and both are names the cache reads."""
+    from gplace.gnn.experts import EXPERT_FILE, expert_name
+    rank = expert_name("g", "0123456789abcdef", 400, 0)
+    dispatch = expert_name("g", "0123456789abcdef", 400, 0, order="dispatch")
+    assert rank.endswith("-b400-s0.npy")
+    assert dispatch != rank and EXPERT_FILE.match(dispatch) and EXPERT_FILE.match(rank)
