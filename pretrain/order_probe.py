@@ -264,18 +264,32 @@ def run_dispatch_policy(checkpoint: str, log) -> None:
     policy, _ = load_policy(checkpoint)
     if policy.order != "dispatch":
         raise SystemExit(f"{checkpoint}: a policy of the {policy.order} order")
-    run_finetune("test split", log, POLICY_RECORDS,
-                 lambda g, c, i: {**dispatch_finetune_case(g, c, i,
-                                                           {"dispatch-pretrained": policy}),
-                                  "checkpoint": checkpoint})
+    done = {(r["graph"], r["cluster"]) for r in _jsonl(POLICY_RECORDS)
+            if r["checkpoint"] == checkpoint}
+    for graph, cluster, info in cases():
+        if info["study"] != "test split" or (graph, cluster) in done:
+            continue
+        rec = {**dispatch_finetune_case(graph, cluster, info, {"dispatch-pretrained": policy}),
+               "checkpoint": checkpoint}
+        with POLICY_RECORDS.open("a") as f:
+            f.write(json.dumps(rec) + "\n")
+        print(f"order_probe --dispatch-policy: {graph} {cluster} {rec['dispatch ft wall_s']} s",
+              file=log, flush=True)
 
 
-def dispatch_policy_table() -> str:
-    """The dispatch-pretrained policy against the untrained network in dispatch order and the
-    shipped policy in HEFT's order, on the fine-tuning cases."""
+def dispatch_policy_tables() -> str:
+    """:func:`dispatch_policy_table` for each checkpoint measured."""
     recs = _jsonl(POLICY_RECORDS)
     if not recs:
         return "(not run: `--dispatch-policy CKPT`)"
+    ckpts = list(dict.fromkeys(r["checkpoint"] for r in recs))
+    return "\n\n".join(dispatch_policy_table([r for r in recs if r["checkpoint"] == c])
+                        for c in ckpts)
+
+
+def dispatch_policy_table(recs: list[dict]) -> str:
+    """A dispatch-pretrained policy against the untrained network in dispatch order and the
+    shipped policy in HEFT's order, on the fine-tuning cases."""
     base = {(r["graph"], r["cluster"]): r for r in _jsonl(FT_RECORDS)}
     more = {(r["graph"], r["cluster"]): r for r in _jsonl(DISPATCH_FT_RECORDS)}
     recs = [{**base[(r["graph"], r["cluster"])], **more[(r["graph"], r["cluster"])], **r}
@@ -813,7 +827,7 @@ scheduler under each order, over the simulated step time of that placement (pert
 
 ### A policy pretrained in dispatch order (`--dispatch-policy CKPT`)
 
-{dispatch_policy_table()}
+{dispatch_policy_tables()}
 
 {DISPATCH_POLICY_NOTE}
 
