@@ -605,11 +605,21 @@ archived experts, 1,600 steps, the best of 16 validations kept; 8 min of imitati
 dispatch order (0.805 in HEFT's), and the run 0.807, **0.790** (step 200, kept), then
 0.80-0.91 up to step 1,600, where the same recipe in HEFT's order ends at 0.70. At 100 samples
 on the test split the kept checkpoint is 1.007x the untrained network (zero-shot 1.015x): no
-gain. A likely reason, not tested: the experts were found by HEFT-order searches, and in dispatch
-order a decision also changes which op comes next, so behaviour cloning meets states its
-experts never had. Next: experts searched in dispatch order (a fresh expert cache, since every
-cached expert of a problem joins its elites), or fine-tuning's own PPO as the pretraining
-signal.
+gain.
+
+**Experts searched in dispatch order did not help either.** The second table's policy:
+`gplace pretrain --corpus C --order dispatch --expert-budget 100 --rounds 1 --jobs 2 --restore
+EMPTY.npz --out runs/dispatch_e/policy.pt`, where C is a copy of pretrain/corpus139 whose
+graphs are links into datasets/corpus (so its expert cache starts empty and holds only its own
+searches) and EMPTY.npz an archive of no experts: 595 searches of 100 samples from the
+untrained network in dispatch order (0.834x the best heuristic; 10 min in 2 processes), then
+the same imitation. Validation 0.798 at best (step 300), 0.80-0.82 throughout: again no better
+than the untrained network (0.778). So it is not the experts' order: imitating one expert per
+problem does not teach the dispatch-order scheduler anything its prior does not already do. In
+HEFT's order imitation closed a gap the prior left (0.805 -> 0.70); in dispatch order the prior
+starts where HEFT-order imitation took several rounds to reach on the test split. Not tried:
+more rounds from these experts, PPO on the policy's own samples as the pretraining signal, a
+larger network.
 
 **Zero-shot on all 24 test cases** (`python -m finetune.study --mode zero-shot --split test
 --checkpoint runs/dispatch/policy.pt --out DIR`, whose untrained arm is the same network in

@@ -1,6 +1,6 @@
 """What the two rollouts share (gplace.gnn.schedule in HEFT's rank order, gplace.gnn.dispatch
-in the simulator's dispatch order): a device's lanes, and the decision at a unit's first op,
-its features (``DYN_FEATURES``, listed in gplace.gnn.schedule's docstring), mask and choice."""
+in the simulator's dispatch order): when an op's inputs reach a device, a device's lanes, and
+the decision at a unit's first op, its features (``DYN_FEATURES``, listed in gplace.gnn.schedule's docstring), mask and choice."""
 
 from __future__ import annotations
 
@@ -30,6 +30,20 @@ def decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, u
                       (u01[u] - follow) / (1.0 - follow))
     return choose(s[u], w[u], ha, hb[u], hv[u], phi[u], mask[u],
                   GREEDY if mode == MIXED else mode, u01[u])
+
+
+@njit(cache=True, inline="always")
+def data_ready(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw):
+    """When every input of ``op`` has reached device ``d``: the latest producer's end plus its
+    link's latency and transfer time (no link contention)."""
+    r = 0.0
+    for e in range(pred_ptr[op], pred_ptr[op + 1]):
+        p = pred_op[e]
+        a = op_dev[p]
+        t = finish[p] + latency[a, d] + pred_bytes[e] * inv_bw[a, d]
+        if t > r:
+            r = t
+    return r
 
 
 @njit(cache=True, inline="always")

@@ -39,6 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from gplace.gnn.decision import data_ready as ready_on
 from gplace.gnn.decision import decide, lane_free, run_on_lane
 from gplace.sim.heap import bits, from_bits, pop, push
 
@@ -118,11 +119,7 @@ def _enqueue(op, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw,
     for d in range(nd):
         if placed >= 0 and d != placed:
             continue
-        r = 0.0
-        for e in range(pred_ptr[op], pred_ptr[op + 1]):
-            p = pred_op[e]
-            a = op_dev[p]
-            r = max(r, finish[p] + latency[a, d] + pred_bytes[e] * inv_bw[a, d])
+        r = ready_on(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw)
         data_ready[op, d] = r
         k = d if placed >= 0 else nd + d
         size[k] = push(heaps[k], size[k], bits(r), position[op])

@@ -37,7 +37,8 @@ import numpy as np
 from numba import njit
 
 from gplace.gnn.decision import (DYN_FEATURES, FORCED, GREEDY, MASKED, MIXED, MIXED_SAMPLE,
-                                 SAMPLE, UNIT_EFT, decide, lane_free, run_on_lane)
+                                 SAMPLE, UNIT_EFT, data_ready, decide, lane_free,
+                                 run_on_lane)
 from gplace.gnn.dispatch import dispatch_rollout
 from gplace.problem import PlacementProblem
 
@@ -240,13 +241,7 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         for d in range(nd):  # every device at a decision; only the unit's device after it
             if placed >= 0 and d != placed:
                 continue
-            r = 0.0
-            for e in range(pred_ptr[op], pred_ptr[op + 1]):
-                p = pred_op[e]
-                a = op_dev[p]
-                t = finish[p] + latency[a, d] + pred_bytes[e] * inv_bw[a, d]
-                if t > r:
-                    r = t
+            r = data_ready(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw)
             ready[d] = r
             start[d] = max(r, lane_free(lanes, lane_ptr, d))
         if placed < 0:
