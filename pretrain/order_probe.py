@@ -429,7 +429,7 @@ def dispatch_finetune_case(graph: str, cluster: str, info: dict, nets=None) -> d
     nets = nets or {tag: net for tag, (net, _) in networks(info["study"]).items()}
     for tag, net in nets.items():
         net = copy.deepcopy(net)
-        net.order = "dispatch"  # the same weights, their scheduler in dispatch order
+        net.set_order("dispatch")  # the same weights, their scheduler in dispatch order
         for seed in FT_SEEDS:
             r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
             rec[f"{tag} dispatch ft 100 s{seed}"] = float(r.step_time_s)

@@ -140,14 +140,10 @@ class GNNPolicy(nn.Module):
         the list scheduler takes ops, HEFT's upward ``rank`` or the simulator's ``dispatch``
         order (gplace.gnn.schedule.build_sched); the policy's decisions are learned in it."""
         super().__init__()
-        if order not in ORDERS:
-            raise ConfigError(f"order {order!r}: one of {', '.join(ORDERS)}")
         h = hidden_channels
         self.kwargs = {"hidden_channels": h, "num_layers": num_layers,
                        "type_channels": type_channels, "scale": scale}
-        if order != "rank":  # checkpoints of rank-order policies keep their arguments
-            self.kwargs["order"] = order
-        self.order = order
+        self.set_order(order)  # rank-order checkpoints keep their arguments: no "order"
         self.scale = scale  # logits = scale x (network outputs of order 1): Adam's steps of
                             # ~lr move a decision weight by ~scale x lr
         self.type_embedding = nn.Linear(len(OP_VOCAB), type_channels, bias=False)
@@ -167,6 +163,15 @@ class GNNPolicy(nn.Module):
                                        / DYN_FEATURES ** 0.5)
             self.head_b = mlp([2 * h, h, head_hidden])
             self.head_v = _zero_last(mlp([2 * h, h, head_hidden]))
+
+    def set_order(self, order: str) -> None:
+        """Makes the scheduler take ops in ``order`` from now on (the same weights)."""
+        if order not in ORDERS:
+            raise ConfigError(f"order {order!r}: one of {', '.join(ORDERS)}")
+        self.order = order
+        self.kwargs.pop("order", None)
+        if order != "rank":
+            self.kwargs["order"] = order
 
     @property
     def dispatch(self) -> bool:

@@ -193,9 +193,7 @@ class PretrainModule(L.LightningModule):
                                 head_hidden=cfg.head_hidden, order=cfg.order)
         if cfg.init_from is not None:
             start = GNNPolicy.load(cfg.init_from)[0]
-            if start.order != cfg.order:
-                raise ConfigError(f"{cfg.init_from}: a policy of the {start.order} order, the "
-                                  f"config asks for {cfg.order} (--order)")
+            start.set_order(cfg.order)  # its weights, learned on in the config's order
             if {k: start.kwargs[k] for k in ("hidden_channels", "num_layers")} != {
                     "hidden_channels": cfg.hidden_channels, "num_layers": cfg.num_layers}:
                 raise ConfigError(f"{cfg.init_from}: a network of {start.kwargs['hidden_channels']} "
