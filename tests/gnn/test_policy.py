@@ -106,6 +106,9 @@ def test_the_order_is_an_argument_of_dispatch_policies_only(tmp_path):
     assert GNNPolicy(order="dispatch").kwargs["order"] == "dispatch"
     with pytest.raises(ConfigError, match="order 'fifo'"):
         GNNPolicy(order="fifo")
+    carried = GNNPolicy(order="dispatch")
+    carried.set_order("rank")  # the same weights, the other order: the arguments follow
+    assert carried.order == "rank" and "order" not in carried.kwargs
 
 
 def test_truncated_checkpoint(tmp_path):
