@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 from gplace.errors import ConfigError
 
+ORDERS = ("rank", "dispatch")  # the list scheduler's op orders (gplace.gnn.schedule.build_sched)
+
 
 def _check(rules) -> None:
     """Raises ConfigError with the first rule that fails: (bad, message) pairs."""
@@ -120,7 +122,7 @@ class PretrainConfig:
                 (self.hidden_channels < 1, "--hidden-channels must be >= 1"),
                 (self.num_layers < 1, "--num-layers must be >= 1"),
                 (self.head_hidden < 0, "--head-hidden must be >= 0"),
-                (self.order not in ("rank", "dispatch"), "--order must be rank or dispatch"),
+                (self.order not in ORDERS, f"--order must be {' or '.join(ORDERS)}"),
                 (self.threads < 1, "--threads must be >= 1"),
                 (self.rounds < 0, "--rounds must be >= 0"),
                 (not 0 <= self.seed < 2**32, "--seed must be in [0, 2**32)"),

@@ -1,6 +1,7 @@
 """What the two rollouts share (gplace.gnn.schedule in HEFT's rank order, gplace.gnn.dispatch
 in the simulator's dispatch order): when an op's inputs reach a device, a device's lanes, and
-the decision at a unit's first op, its features (``DYN_FEATURES``, listed in gplace.gnn.schedule's docstring), mask and choice."""
+the decision at a unit's first op: its features (``DYN_FEATURES``, listed in
+gplace.gnn.schedule's docstring), mask and choice."""
 
 from __future__ import annotations
 
@@ -84,7 +85,8 @@ def features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
         any_fit = any_fit or mask[d]
     if not any_fit:
         mask[:] = True
-    m_eft, m_start, m_ready, m_ueft, m_load = eft.min(), start.min(), ready.min(), ueft.min(), load.min()
+    m_eft, m_start, m_ready = eft.min(), start.min(), ready.min()
+    m_ueft, m_load = ueft.min(), load.min()
     for d in range(nd):
         phi[d, 0] = np.log1p((eft[d] - m_eft) / tau)
         phi[d, 1] = np.log1p((start[d] - m_start) / tau)

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 from gplace.errors import ConfigError
+from gplace.gnn.config import ORDERS
 from gplace.gnn.features import (DEVICE_FEATURES, EDGE_FEATURES, OP_VOCAB, PAIR_FEATURES,
                                  UNIT_FEATURES, ProblemFeatures)
 from gplace.gnn.schedule import DYN_FEATURES, UNIT_EFT
@@ -41,7 +42,6 @@ from gplace.io import atomic_write, read_checkpoint
 
 CHECKPOINT_FORMAT = "gplace-policy"
 CHECKPOINT_VERSION = 2  # 2: list-scheduler policy (scores s and decision weights w)
-ORDERS = ("rank", "dispatch")  # the list scheduler's op orders (GNNPolicy's ``order``)
 
 
 class FeatureTensors(NamedTuple):

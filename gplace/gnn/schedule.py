@@ -46,7 +46,6 @@ __all__ = ["DYN_FEATURES", "UNIT_EFT", "SAMPLE", "GREEDY", "FORCED", "MIXED", "M
            "MASKED", "SchedArrays", "Rollouts", "build_sched", "rollout"]
 
 
-
 class SchedArrays(NamedTuple):
     """What the rollout needs about one problem, built once (:func:`build_sched`)."""
 
