@@ -295,11 +295,14 @@ def dispatch_policy_table(recs: list[dict]) -> str:
     recs = [{**base[(r["graph"], r["cluster"])], **more[(r["graph"], r["cluster"])], **r}
             for r in recs]
 
+    local, bound = local_search(recs)
+
     def g(key, what):
         return [np.mean([r[f"{key} {what} s{s}"] for s in FT_SEEDS]) / r["best heuristic"]
                 for r in recs]
-    rows = ["| figure (geomean over cases) | ft 100 | zero-shot | cases better (ft 100) |",
-            "|---|---|---|---|"]
+    rows = ["| figure (geomean over cases) | ft 100 | zero-shot | cases better (ft 100) | "
+            "ft 100 / best of hill and annealing at 2400 +h | ft 100 / lower bound |",
+            "|---|---|---|---|---|---|"]
     arms = {"dispatch-pretrained, dispatch order / best heuristic":
             ("dispatch-pretrained dispatch", None),
             "untrained, dispatch order / best heuristic": ("untrained dispatch", None),
@@ -311,18 +314,36 @@ def dispatch_policy_table(recs: list[dict]) -> str:
     for label, (a, b) in arms.items():
         fa, za = g(a, "ft 100"), g(a, "zero-shot")
         if b is None:
-            rows.append(f"| {label} | {geomean(fa):.3f} | {geomean(za):.3f} | |")
+            ls = np.divide(fa, local)
+            rows.append(f"| {label} | {geomean(fa):.3f} | {geomean(za):.3f} | | "
+                        f"{geomean(ls):.3f} (at or below on {int(np.sum(ls <= 1))}) | "
+                        f"{geomean(np.divide(fa, bound)):.3f} |")
             continue
         fb, zb = g(b, "ft 100"), g(b, "zero-shot")
         better = sum(x < y for x, y in zip(fa, fb))
         rows.append(f"| {label} | {geomean(np.divide(fa, fb)):.3f} | "
-                    f"{geomean(np.divide(za, zb)):.3f} | {better} of {len(recs)} |")
+                    f"{geomean(np.divide(za, zb)):.3f} | {better} of {len(recs)} | | |")
     wall = sum(r["dispatch ft wall_s"] for r in recs) / 60
     return (f"Policy: `{recs[0]['checkpoint']}`; the same {len(recs)} cases and seeds "
             f"{', '.join(map(str, FT_SEEDS))} as the fine-tuning section, 100 samples without "
             f"heuristic starts, zero-shot as GNNPlacer; {wall:.0f} min of one core. Records in "
             "pretrain/order_dispatch_policy.jsonl (`--dispatch-policy CKPT`).\n\n"
             + "\n".join(rows))
+
+
+def local_search(recs: list[dict]) -> tuple[np.ndarray, np.ndarray]:
+    """Per case of ``recs``, over the best heuristic: the better of hill climbing and annealing
+    from the best heuristic at 2,400 samples (mean over finetune/RESULTS.md's seeds of each
+    seed's better one), and the lower bound, from finetune/results_test.csv."""
+    import csv
+    rows = list(csv.DictReader((ROOT / "finetune" / "results_test.csv").open()))
+    local, bound = [], []
+    for r in recs:
+        mine = [x for x in rows if (x["graph"], x["cluster"]) == (r["graph"], r["cluster"])]
+        local.append(np.mean([min(float(x["hill 2400 +h"]), float(x["anneal 2400 +h"]))
+                              for x in mine]) / r["best heuristic"])
+        bound.append(float(mine[0]["lower bound"]) / r["best heuristic"])
+    return np.array(local), np.array(bound)
 
 
 def finetune_table() -> str:
@@ -632,6 +653,18 @@ order (better on 10 of 24), against the shipped policy's 0.854x. It is the best 
 here on the test split, by a margin that the ablation attributes mostly to the scheduler, not to
 the weights. Not shipped: shipping rebuilds every results page (finetune/run.sh). Not tried:
 more rounds, PPO on the policy's own samples, a larger network.
+
+**Against the strongest alternatives, and what is not shown.** On these 12 cases, 100 samples
+without heuristic starts in dispatch order beat hill climbing and annealing started from the
+best heuristic with 2,400 samples (24x the budget; finetune/results_test.csv): 0.845x their
+better one for the carried shipped weights, 0.855x for the untrained network, 0.856x for the
+shipped pipeline, at or below on 12 of 12 each; all stay 1.6x the lower bound. The same
+pipeline with an untrained network does nearly as well (0.988 at 100 samples, 0.991
+zero-shot): what improves on the shipped pipeline is the scheduler, which learns nothing and
+so applies alike to families far from the corpus. Whether the carried weights' 1-4% carries to a
+held-out domain is **not measured**: they started from the shipped policy, which saw every
+domain, and no held-out-domain policy was pretrained in dispatch order (pretrain/DOMAINS.md's
+protocol would need four runs). The test families have close relatives in the corpus.
 
 **Zero-shot on all 24 test cases** (`python -m finetune.study --mode zero-shot --split test
 --checkpoint runs/dispatch/policy.pt --out DIR`, whose untrained arm is the same network in
