@@ -94,7 +94,8 @@ class PretrainConfig:
                                    # of the partial schedule to each decision's logits
                                    # (gplace.gnn.policy.Scores); 0: the linear policy
     order: str = "rank"            # the list scheduler's op order: HEFT's upward "rank" or
-                                   # the simulator's "dispatch" order (pretrain/ORDER.md)
+                                   # the simulator's "dispatch" order, in which the rollout's
+                                   # schedule is the simulated one
     seed: int = 0                  # problems, rollouts and expert searches; 0 <= seed < 2**32
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
                                    # one on ResNet-50
