@@ -142,11 +142,14 @@ class FinetuneConfig:
     local_start: float = 0.2     # local share of the first round
     local_ramp: int = 150        # samples over which the local share reaches local_fraction
     policy_mix: float = 0.5      # weight of the policy in the local moves' device distribution
-    zero_shot_rollouts: int = 64 # zero-shot: the best of the greedy rollout and this many
-                                 # sampled ones by the list schedule's own makespan estimate
-                                 # (nothing measured; 0: the greedy rollout). 64: picked on the
-                                 # 48 wider validation problems (greedy 0.757x the best
-                                 # heuristic, 16: 0.742x, 64: 0.739x; finetune/HISTORY.md)
+    zero_shot_rollouts: int = 16 # zero-shot: the best of the greedy rollout and this many
+                                 # sampled ones in each order by the dispatch-order list
+                                 # schedule's makespan estimate (nothing measured; 0: the
+                                 # greedy rollouts). 16 per order costs what 64 in one order
+                                 # did (finetune/HISTORY.md)
+    zero_shot_both_orders: bool = True  # zero-shot rolls out in HEFT's rank order and the
+                                 # simulator's dispatch order (gplace.gnn.infer.best_rollout);
+                                 # False: the policy's own order and its own estimate
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
 

@@ -1,23 +1,16 @@
-"""Zero-shot placement without torch: the loaded policy's forward (gplace.gnn.policy, ``_scores``)
-in numpy, on weights read from the checkpoint once and kept in the user cache.
+"""Zero-shot placement without torch: the policy's forward (gplace.gnn.policy, ``_scores``) in
+numpy, on weights read from the checkpoint once and kept in the user cache.
 
 Importing torch takes about a second at start-up, and a zero-shot placement needs only one
 forward of a small network. The weights of a checkpoint are written, float32 as trained, to
 ``<cache>/policies/<sha256 of the checkpoint's bytes>.npz`` the first time it is used (torch
 reads it then); later runs read the arrays alone.
 
-The numpy forward computes the same function in float32, but its matrix products sum in another
-order than torch's (OpenBLAS, not MKL), so the scores differ in their last bits: two devices'
-logits by up to 4e-5, a cumulative softmax share by up to 1e-5 (measured on the example and
-four corpus graphs). A decision changes only where the logits of the top two devices (greedy)
-or a uniform draw and a share's end (sampling) are that close. Every decision of the greedy
-rollout and of the rollout returned is checked against margins 4x wider
-(:func:`decisions_are_safe`); where one is closer, the scores are computed again with torch,
-as GNNPlacer does, and the rollouts repeated. A rollout that is not returned is not checked: a
-decision of it that flips could in principle change which rollout is best (its draws fall within
-1e-5 of a share's end about once in 10^5 decisions); on the graphs above none of the 64 sampled
-rollouts differed. (The torch scores' own last bits depend on the CPU's instruction set, which
-selects MKL's kernel.)
+The numpy forward computes torch's function in float32, but its sums run in another order, so
+its scores differ from torch's in their last bits (two devices' logits by up to 4e-5). Every
+zero-shot placement is therefore made from the numpy scores, GNNPlacer's too
+(:func:`policy_weights` reads a policy in memory): `gplace place` without torch, the library's
+GNNPlacer and fine-tuning's start are the same placement by construction.
 """
 
 from __future__ import annotations
@@ -33,18 +26,14 @@ import numpy as np
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
-from gplace.gnn.schedule import GREEDY, MASKED, SAMPLE, build_sched, rollout
+from gplace.gnn.schedule import FORCED, GREEDY, SAMPLE, build_sched, rollout
 from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
 from gplace.problem import PlacementProblem
 
 WEIGHTS_SCHEME = 1  # bump when the arrays or their names below change
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "policy.pt"
-# The margins of a decision taken alike by the numpy and torch scores: 4x the largest
-# differences measured on the example and 4 corpus graphs (InceptionV3 among them) on two
-# clusters: 4e-5 between two devices' logits, 1e-5 in a cumulative softmax share.
-SAFE_LOGIT_GAP = 1.6e-4
-SAFE_SHARE_GAP = 4e-5
+NO_SHIPPED = f"no shipped checkpoint at {SHIPPED}; run `gplace pretrain` and pass its --out file"
 
 
 class ScoresNp(NamedTuple):
@@ -105,7 +94,10 @@ def _gine(weights: PolicyWeights, name: str, x, edge_index, edge_attr) -> np.nda
     src, dst = edge_index[0], edge_index[1]
     messages = np.maximum(x[src] + weights.linear(f"{name}.lin", edge_attr), 0)   # (E, h)
     out = np.zeros_like(x)
-    np.add.at(out, dst, messages)
+    if len(dst):  # the sum per target: segments of the edges sorted by target
+        order = np.argsort(dst, kind="stable")
+        targets, starts = np.unique(dst[order], return_index=True)
+        out[targets] = np.add.reduceat(messages[order], starts, axis=0)
     eps = weights.arrays[f"{name}.eps"]
     return weights.mlp(f"{name}.nn", out + (1 + eps) * x)
 
@@ -163,17 +155,18 @@ def load_weights(checkpoint: str | os.PathLike | None = None) -> PolicyWeights:
     """The checkpoint's weights (default: the shipped one), from the cache when there; else
     read with torch (every check of GNNPolicy.load) and written there."""
     path = Path(checkpoint) if checkpoint is not None else SHIPPED
+    if path == SHIPPED and not path.is_file():
+        raise ConfigError(NO_SHIPPED)
     if not path.is_file():
-        from gplace.gnn.placer import load_policy  # its messages for a missing file
-        load_policy(checkpoint)
+        from gplace.gnn.policy import GNNPolicy  # its message for a missing file
+        GNNPolicy.load(path)
     entry = weights_cache(path)
     cached = _read(entry) if entry is not None else None
     if cached is not None:
         return cached
     from gplace.gnn.policy import GNNPolicy
     policy, _ = GNNPolicy.load(path)
-    weights = PolicyWeights(dict(policy.kwargs), {k: v.detach().numpy().astype(np.float32)
-                                                  for k, v in policy.state_dict().items()})
+    weights = policy_weights(policy)
     if entry is not None:
         _write(entry, weights)
     return weights
@@ -206,65 +199,54 @@ def _write(entry: Path, weights: PolicyWeights) -> None:
 
 
 # ---- zero-shot placement --------------------------------------------------------------------
-class ZeroShot(NamedTuple):
-    placement: np.ndarray   # (units,) the best rollout by the list schedule's estimate
-    safe: bool              # every decision of every rollout was beyond the safe margins
+def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
+                 both_orders: bool = True) -> np.ndarray:
+    """The best of the greedy rollout and ``rollouts`` sampled ones (in chunks of 16) by a list
+    schedule's makespan estimate; nothing is measured. With ``both_orders`` the list scheduler
+    runs in HEFT's rank order (sampling seeds ``[seed, chunk, 17]``) and in the simulator's
+    dispatch order (``[seed, chunk, 19]``), ``rollouts`` + 1 each, and every placement is
+    ranked by the dispatch-order estimate, which follows the simulator (pretrain/ORDER.md:
+    1.001x on the best known placements, where the rank-order estimate is 1.155x): the
+    rank-order ones are replayed (FORCED) in dispatch order to get it. Without it, only
+    ``sched``'s own order and its own estimate."""
+    judge = sched._replace(dispatch=True) if both_orders else sched
+    scheds = ((sched._replace(dispatch=False), 17), (judge, 19)) if both_orders else ((sched, 17),)
+    best, best_est = None, np.inf
+
+    def estimate(a, ro) -> np.ndarray:
+        if a.dispatch == judge.dispatch:
+            return ro.estimate_s
+        return rollout(judge, sc.s, sc.w, FORCED, forced=ro.placements, head=sc.head).estimate_s
+
+    for a, tail in scheds:
+        greedy_ro = rollout(a, sc.s, sc.w, GREEDY, head=sc.head)
+        est = estimate(a, greedy_ro)[0]
+        if est < best_est:
+            best, best_est = greedy_ro.placements[0], est
+        left, chunk = rollouts, 0
+        while left > 0:  # in chunks: the rollouts' decision features take memory
+            count, chunk_seed = min(left, 16), [seed, chunk, tail]
+            ro = rollout(a, sc.s, sc.w, SAMPLE, count=count, seed=chunk_seed, head=sc.head)
+            est = estimate(a, ro)
+            k = int(np.argmin(est))
+            if est[k] < best_est:
+                best, best_est = ro.placements[k], est[k]
+            left, chunk = left - count, chunk + 1
+    return best
 
 
-def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int) -> ZeroShot:
-    """The greedy rollout, or the best of it and ``rollouts`` K sampled ones (in chunks of 16,
-    seeds ``[seed, chunk, 17]``) by the list schedule's makespan estimate; ``safe``: whether
-    every decision of the greedy rollout and of the one returned is beyond the margins."""
-    greedy_ro = rollout(sched, sc.s, sc.w, GREEDY, head=sc.head)
-    safe = decisions_are_safe(greedy_ro, sc, None)
-    best, best_est, best_ro = greedy_ro.placements[0], greedy_ro.estimate_s[0], None
-    left, chunk = rollouts, 0
-    while left > 0:  # in chunks: the rollouts' decision features take memory
-        count, chunk_seed = min(left, 16), [seed, chunk, 17]
-        ro = rollout(sched, sc.s, sc.w, SAMPLE, count=count, seed=chunk_seed, head=sc.head)
-        k = int(np.argmin(ro.estimate_s))
-        if ro.estimate_s[k] < best_est:
-            best, best_est = ro.placements[k], ro.estimate_s[k]
-            u01 = np.random.default_rng(chunk_seed).random((count, sched.num_units))[k:k + 1]
-            best_ro = (ro._replace(placements=ro.placements[k:k + 1], phi=ro.phi[k:k + 1],
-                                   mask=ro.mask[k:k + 1]), u01)
-        left, chunk = left - len(ro.estimate_s), chunk + 1
-    if best_ro is not None:
-        safe = safe and decisions_are_safe(best_ro[0], sc, best_ro[1])
-    return ZeroShot(best, safe)
+def zero_shot(weights: PolicyWeights, features, sched, seed: int,
+              config: FinetuneConfig) -> np.ndarray:
+    """The zero-shot placement of a problem (its ``features`` and scheduler arrays ``sched``):
+    :func:`best_rollout` under the numpy scores at the fine-tuning temperature."""
+    sc = as_float64(tempered(scores(weights, features), config.learn.temperature))
+    return best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders)
 
 
-def decision_logits(ro, sc: ScoresNp) -> np.ndarray:
-    """(K, units, D) logits at each decision of ``ro``, MASKED where not allowed."""
-    phi = ro.phi.astype(np.float64)
-    logits = sc.s[None] + np.einsum("kudf,uf->kud", phi, sc.w)
-    if sc.head is not None:
-        a, b, v = sc.head
-        z = np.maximum(np.einsum("kudf,hf->kudh", phi, a) + b[None, :, None, :], 0)
-        logits = logits + np.einsum("kudh,uh->kud", z, v)
-    return np.where(ro.mask, logits, MASKED)
-
-
-def decisions_are_safe(ro, sc: ScoresNp, u01: np.ndarray | None) -> bool:
-    """Whether every decision of ``ro`` (see gplace.gnn.decision.choose) is beyond the
-    margins: greedy (``u01`` None) when the top logit leads the next by SAFE_LOGIT_GAP,
-    sampled when the draw ``u01`` lies SAFE_SHARE_GAP or more from both ends of the chosen
-    device's cumulative share of the softmax."""
-    logits = decision_logits(ro, sc)                                             # (K, U, D)
-    if u01 is None:
-        if logits.shape[-1] < 2:
-            return True
-        top2 = np.sort(logits, -1)[..., -2:]
-        return bool(np.all((top2[..., 1] - top2[..., 0] > SAFE_LOGIT_GAP)
-                           | (top2[..., 0] <= MASKED / 2)))
-    e = np.where(ro.mask, np.exp(logits - logits.max(-1, keepdims=True)), 0.0)
-    share = e / e.sum(-1, keepdims=True)
-    taken = ro.placements[..., None]
-    hi = np.take_along_axis(np.cumsum(share, -1), taken, -1)[..., 0]
-    lo = hi - np.take_along_axis(share, taken, -1)[..., 0]
-    above = (hi - u01 > SAFE_SHARE_GAP) | (hi >= 1 - 1e-12)  # the last device's end: no boundary
-    below = (u01 - lo > SAFE_SHARE_GAP) | (lo <= 0)          # nor the first's start
-    return bool(np.all(above & below))
+def policy_weights(policy) -> PolicyWeights:
+    """A GNNPolicy's (torch module in memory) constructor arguments and weights."""
+    return PolicyWeights(dict(policy.kwargs), {k: v.detach().numpy().astype(np.float32)
+                                               for k, v in policy.state_dict().items()})
 
 
 class ZeroShotPlacer:
@@ -284,26 +266,7 @@ class ZeroShotPlacer:
         features = features if features is not None else problem_features(problem)
         sched = sched if sched is not None else build_sched(
             problem, dispatch=self.weights.kwargs.get("order") == "dispatch")
-        sc = as_float64(tempered(scores(self.weights, features), self.config.learn.temperature))
-        found = best_rollout(sched, sc, self.config.zero_shot_rollouts, self.seed)
-        if found.safe:
-            return found.placement
-        sc = self._torch_scores(features)  # a near tie: torch decides, as GNNPlacer does
-        return best_rollout(sched, sc, self.config.zero_shot_rollouts, self.seed).placement
-
-    def _torch_scores(self, features) -> ScoresNp:
-        """GNNPlacer._zero_shot's scores: the torch policy's, tempered, as float64."""
-        import torch
-
-        from gplace.gnn.learn import tempered as torch_tempered
-        from gplace.gnn.placer import load_policy
-        from gplace.gnn.policy import FeatureTensors
-        policy, _ = load_policy(self.checkpoint)
-        with torch.no_grad():
-            out = torch_tempered(policy.train()(FeatureTensors.from_numpy(features)),
-                                 self.config.learn.temperature)
-        s, w = out.numpy()
-        return ScoresNp(s, w, out.head_numpy())
+        return zero_shot(self.weights, features, sched, self.seed, self.config)
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int = 0,
               seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:

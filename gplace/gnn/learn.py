@@ -77,7 +77,8 @@ class ProblemState:
         """``dispatch``: the scheduler's op order is the simulator's dispatch order (a policy
         whose ``order`` is "dispatch"), else HEFT's rank order."""
         self.problem = problem
-        self.features = FeatureTensors.from_numpy(problem_features(problem))
+        self.numpy_features = problem_features(problem)
+        self.features = FeatureTensors.from_numpy(self.numpy_features)
         self.sched = build_sched(problem, dispatch)
         self.measurer = measurer or SimMeasurer(problem)
         self.elite_size = elite_size

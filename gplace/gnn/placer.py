@@ -4,8 +4,9 @@ list scheduler, then fine-tuning with Post's objective.
     placer = gplace.load()                       # the checkpoint shipped with the package
     result = placer.place(problem, SimMeasurer(problem), budget=300, seeds=heuristic_placements)
 
-Zero-shot spends no samples: the best of the greedy rollout and 64 sampled rollouts by the
-list schedule's own makespan estimate (nothing measured). Fine-tuning spends the budget in
+Zero-shot spends no samples: the best of the greedy rollout and 16 sampled rollouts in each of
+the list scheduler's two orders, by the dispatch-order schedule's makespan estimate (nothing
+measured; gplace.gnn.infer.best_rollout). Fine-tuning spends the budget in
 rounds through the budget-counting Tracker; each round splits its samples between
 - policy rollouts, to which Post's objective (gplace.gnn.learn: PPO + elite cross-entropy) is
   applied, and
@@ -28,13 +29,12 @@ import torch
 from gplace.errors import ConfigError
 from gplace.gnn.adam import Adam
 from gplace.gnn.config import FinetuneConfig
+from gplace.gnn.infer import NO_SHIPPED, SHIPPED, policy_weights, zero_shot
 from gplace.gnn.learn import ProblemState, decision_logp, loss_and_logp, sample, tempered
 from gplace.gnn.policy import GNNPolicy
-from gplace.gnn.schedule import GREEDY, SAMPLE, rollout
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
-SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "policy.pt"
 
 
 @register("gnn")
@@ -58,26 +58,12 @@ class GNNPlacer:
             problem, _NoMeasurer(), dispatch=self.policy.dispatch))
 
     def _zero_shot(self, policy: GNNPolicy, state: ProblemState) -> np.ndarray:
-        """The greedy rollout, or, with ``zero_shot_rollouts`` K > 0, the best of it and K
-        rollouts sampled at the fine-tuning temperature, ranked by the list schedule's own
-        makespan estimate: nothing is measured. On the 48 wider validation problems the
-        shipped policy's greedy rollouts are 0.732x the best heuristic, the best of 64 by
-        estimate 0.718x (finetune/HISTORY.md)."""
-        with torch.no_grad():
-            scores = tempered(policy(state.features), self.config.learn.temperature)
-        s, w = scores.numpy()
-        head = scores.head_numpy()
-        greedy_ro = rollout(state.sched, s, w, GREEDY, head=head)
-        best, best_est = greedy_ro.placements[0], greedy_ro.estimate_s[0]
-        left, chunk = self.config.zero_shot_rollouts, 0
-        while left > 0:  # in chunks: the rollouts' decision features take memory
-            ro = rollout(state.sched, s, w, SAMPLE, count=min(left, 16),
-                         seed=[self.seed, chunk, 17], head=head)
-            k = int(np.argmin(ro.estimate_s))
-            if ro.estimate_s[k] < best_est:
-                best, best_est = ro.placements[k], ro.estimate_s[k]
-            left, chunk = left - len(ro.estimate_s), chunk + 1
-        return best
+        """The best of the policy's greedy and ``zero_shot_rollouts`` sampled rollouts (at the
+        fine-tuning temperature) in both of the list scheduler's orders, ranked by the
+        dispatch-order schedule's makespan estimate: nothing is measured. The scores come from
+        the numpy forward, as without torch (gplace.gnn.infer)."""
+        return zero_shot(policy_weights(policy), state.numpy_features, state.sched, self.seed,
+                         self.config)
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
               seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:
@@ -186,8 +172,7 @@ def load_policy(path: str | Path | None = None) -> tuple[GNNPolicy, dict]:
     """(policy, meta) from a checkpoint; with no path, the one shipped with gplace."""
     path = Path(path) if path is not None else SHIPPED
     if path == SHIPPED and not SHIPPED.exists():
-        raise ConfigError(f"no shipped checkpoint at {SHIPPED}; run `gplace pretrain` and pass "
-                          "its --out file")
+        raise ConfigError(NO_SHIPPED)
     return GNNPolicy.load(path)
 
 

@@ -12,6 +12,7 @@ import torch
 
 from gplace.cluster import load_cluster
 from gplace.gnn import infer
+from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.learn import tempered
 from gplace.gnn.placer import GNNPlacer, load_policy
@@ -85,8 +86,11 @@ def test_the_zero_shot_result_is_gnnplacers():
 
 def test_a_dispatch_order_policy_places_in_its_order_on_both_paths(tmp_path):
     """A policy pretrained in the dispatch order keeps it in its checkpoint, and the torch and
-    numpy zero-shot both schedule in it: the placement is the one the dispatch-order rollout
-    gives, not the rank order's."""
+    numpy zero-shot in its own order alone both schedule in it: the placement is the one the
+    dispatch-order rollout gives, not the rank order's. In both orders (the default) the two
+    paths agree too."""
+    import dataclasses
+    own = dataclasses.replace(FinetuneConfig(), zero_shot_both_orders=False)
     torch.manual_seed(0)
     policy = GNNPolicy(lean=True, order="dispatch")
     with torch.no_grad():  # heads start at zero: give the scores some shape
@@ -99,23 +103,26 @@ def test_a_dispatch_order_policy_places_in_its_order_on_both_paths(tmp_path):
     rank.order = "rank"
     found_other = False
     for problem in problems():
-        ours = infer.ZeroShotPlacer(seed=1, checkpoint=tmp_path / "d.pt").zero_shot(problem)
-        theirs = GNNPlacer(seed=1, policy=loaded).zero_shot(problem)
+        ours = infer.ZeroShotPlacer(seed=1, checkpoint=tmp_path / "d.pt",
+                                    config=own).zero_shot(problem)
+        theirs = GNNPlacer(seed=1, policy=loaded, config=own).zero_shot(problem)
         assert np.array_equal(ours, theirs)
-        found_other |= not np.array_equal(theirs, GNNPlacer(seed=1, policy=rank).zero_shot(problem))
+        other = GNNPlacer(seed=1, policy=rank, config=own).zero_shot(problem)
+        found_other |= not np.array_equal(theirs, other)
+        both = infer.ZeroShotPlacer(seed=1, checkpoint=tmp_path / "d.pt").zero_shot(problem)
+        assert np.array_equal(both, GNNPlacer(seed=1, policy=loaded).zero_shot(problem))
     assert found_other  # the order matters on some of these problems
 
 
-def test_a_near_tie_is_decided_by_torch(monkeypatch):
+def test_gnnplacer_places_zero_shot_from_the_numpy_scores(monkeypatch):
+    """The torch placer takes its zero-shot from the numpy forward too: the two paths cannot
+    part on a near tie of torch's and numpy's last bits."""
     problem = next(problems())
-    monkeypatch.setattr(infer, "SAFE_LOGIT_GAP", np.inf)  # every greedy decision is "close"
-    placer = infer.ZeroShotPlacer(seed=0)
     called = []
-    real = placer._torch_scores
-    monkeypatch.setattr(placer, "_torch_scores", lambda f: called.append(1) or real(f))
-    assert np.array_equal(placer.zero_shot(problem), GNNPlacer(seed=0).zero_shot(problem))
-    assert called
-
+    real = infer.scores
+    monkeypatch.setattr(infer, "scores", lambda w, f: called.append(1) or real(w, f))
+    zero = GNNPlacer(seed=0).zero_shot(problem)
+    assert called and np.array_equal(zero, infer.ZeroShotPlacer(seed=0).zero_shot(problem))
 
 def test_the_weights_are_cached_by_the_checkpoints_bytes(tmp_path):
     first = infer.load_weights()
