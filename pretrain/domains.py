@@ -23,6 +23,11 @@ variant "whole corpus"; its experts are datasets/experts.npz: corpus139's archiv
 for the other graphs, those of ``gplace pretrain --corpus datasets --random-clusters 0
 --expert-from gplace/checkpoints/policy.pt``.
 
+``--zero-shot`` places the same cases zero-shot only, with the code of the day, for the same
+three networks (records in pretrain/domains_zero_shot.jsonl): the zero-shot rule has changed
+since the fine-tuning records were made, and this measures the current one without fine-tuning
+anew.
+
 Runs live in runs/domains/<variant>/<domain>/ (rerun to resume); records go to
 pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. Every step
 time is simulated.
@@ -48,6 +53,8 @@ CORPUS = HERE / "corpus139"  # the held-out cases come from its manifest, for ev
 TRAIN_CORPORA = {"corpus139": CORPUS, "datasets": ROOT / "datasets"}
 RUNS = ROOT / "runs" / "domains"
 RECORDS = HERE / "domains.jsonl"
+ZERO_RECORDS = HERE / "domains_zero_shot.jsonl"
+RECORDS_COMMIT = "f347844"  # the code that made the records without a "commit" field
 PAGE = HERE / "DOMAINS.md"
 DOMAINS = {
     "convolutional": ("inception", "resnet", "resnet_gen", "densenet", "xception", "convnext",
@@ -190,7 +197,7 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
                 continue
             t0 = time.perf_counter()
             rec = {"key": key, "domain": domain, "steps": steps,
-                   "variant": variant.name,
+                   "variant": variant.name, "commit": _commit(),
                    **evaluate(row, cluster, seed, policy)}
             rec["wall_s"] = round(time.perf_counter() - t0, 1)
             append_record(rec)
@@ -200,22 +207,63 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
                   f"({rec['wall_s']:.0f} s)", file=log, flush=True)
 
 
+def evaluate_zero_shot(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
+    """The zero-shot figures of one held-out case and seed, as `gplace place` makes them now."""
+    from finetune.study import build_case
+    from gplace.gnn.corpus import list_corpus
+    from gplace.gnn.learn import ProblemState
+    from gplace.gnn.placer import GNNPlacer
+    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
+    problem, m, heur, _ = build_case(entry, cluster)
+    feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
+    rec = {"graph": row["name"], "family": row["family"], "cluster": cluster, "seed": seed,
+           "units": problem.num_units, "best heuristic": min(feasible.values())}
+    state = ProblemState(problem, m)
+    for tag, net in networks(policy_path, seed).items():
+        r = m.measure(GNNPlacer(seed=seed, policy=net).zero_shot(problem, state)[None])
+        rec[f"{tag} zero-shot"] = float(r.step_time_s[0]) if r.feasible[0] else float("inf")
+    return rec
+
+
+def run_zero_shot(domains: list[str], steps: int, log) -> None:
+    """The zero-shot records of the linear policy's cases that are missing."""
+    import torch
+    torch.set_num_threads(1)
+    done = {r["key"] for r in load_records(ZERO_RECORDS)}
+    commit = _commit()
+    for domain in domains:
+        policy = pretrain(domain, steps, Variant(), log)
+        for row in held_out(domain):
+            for cluster in CLUSTERS:
+                for seed in SEEDS:
+                    key = case_key(domain, row["name"], cluster, seed)
+                    if key in done:
+                        continue
+                    rec = {"key": key, "domain": domain, "steps": steps, "commit": commit,
+                           **evaluate_zero_shot(row, cluster, seed, policy)}
+                    append_record(rec, ZERO_RECORDS)
+                    print(f"domains: zero-shot {key}: held-out / best heuristic "
+                          f"{rec['held-out zero-shot'] / rec['best heuristic']:.3f}, untrained "
+                          f"{rec['untrained zero-shot'] / rec['best heuristic']:.3f}",
+                          file=log, flush=True)
+
+
 def case_key(domain: str, graph: str, cluster: str, seed: int,
              variant: Variant = Variant()) -> str:
     return ((f"{variant.slug} " if variant.slug else "") + f"{domain} {graph} {cluster}"
             + (f" s{seed}" if seed else ""))
 
 
-def load_records() -> list[dict]:
+def load_records(path: Path = RECORDS) -> list[dict]:
     """The records, each with its seed (0 where a record predates seeds)."""
-    if not RECORDS.exists():
+    if not path.exists():
         return []
-    rows = [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     return [{"seed": 0, "variant": "linear", **r} for r in rows]
 
 
-def append_record(record: dict) -> None:
-    with RECORDS.open("a") as f:
+def append_record(record: dict, path: Path = RECORDS) -> None:
+    with path.open("a") as f:
         f.write(json.dumps(record) + "\n")
 
 
@@ -259,21 +307,49 @@ def variant_table(records: list[dict]) -> str:
     return "\n".join(out) if len(out) > 2 else ""
 
 
-def summary_table(records: list[dict]) -> str:
+def summary_table(records: list[dict], ratios=RATIOS) -> str:
     groups = [(d, [r for r in records if r["domain"] == d]) for d in DOMAINS]
     groups = [(d, rs) for d, rs in groups if rs]
     groups.append(("all domains", records))
     groups.append(("hdp-8gpu only (unseen cluster)",
                    [r for r in records if r["cluster"] == "hdp-8gpu"]))
-    out = ["| held out | cases | " + " | ".join(c for c, _, _ in RATIOS) + " |",
-           "|---|---|" + "---|" * len(RATIOS)]
+    out = ["| held out | cases | " + " | ".join(c for c, _, _ in ratios) + " |",
+           "|---|---|" + "---|" * len(ratios)]
     for name, rs in groups:
         cells = []
-        for _, a, b in RATIOS:
+        for _, a, b in ratios:
             x = [r[a] / r[b] for r in rs]
             cells.append(f"{geomean(x):.3f} ({sum(v < 1 for v in x)} below 1)")
         out.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(out)
+
+
+ZERO_RATIOS = (  # (column, numerator, denominator)
+    ("held-out zero-shot / best heuristic", "held-out zero-shot", "best heuristic"),
+    ("untrained zero-shot / best heuristic", "untrained zero-shot", "best heuristic"),
+    ("held-out / untrained, zero-shot", "held-out zero-shot", "untrained zero-shot"),
+    ("shipped zero-shot / best heuristic", "shipped zero-shot", "best heuristic"),
+)
+
+
+def zero_shot_section(records: list[dict]) -> str:
+    """The zero-shot records' table (geomeans per domain), with the rule they were made by."""
+    if not records:
+        return ""
+    commits = ", ".join(sorted({r["commit"] for r in records}))
+    return f"""## Zero-shot as `gplace place` makes it now
+
+The fine-tuning records above were made when zero-shot was the best of the greedy and 64
+sampled rollouts in HEFT's rank order by that schedule's own estimate. `gplace place` now rolls
+out the greedy and 16 sampled placements in each of the list scheduler's two orders (HEFT's rank
+order and the simulator's dispatch order) and keeps the one the dispatch-order schedule
+estimates fastest (gplace.gnn.infer.best_rollout; nothing measured). The same held-out cases
+and networks, zero-shot only (`python -m pretrain.domains --zero-shot`, records in
+pretrain/domains_zero_shot.jsonl, code at commit {commits}):
+
+{summary_table(records, ZERO_RATIOS)}
+
+"""
 
 
 def case_table(records: list[dict]) -> str:
@@ -316,7 +392,7 @@ weights (the same function at the start, not during fine-tuning).
 """
 
 
-def write_page(records: list[dict], commit: str) -> None:
+def write_page(records: list[dict], commit: str, zero_shot: list[dict] = ()) -> None:
     from gplace.io import atomic_write_text
     if not records:
         return
@@ -353,7 +429,7 @@ delete a line to rerun its case), code at commit {commit}.
 {summary_table(records)}
 
 {VARIANT_PROSE + variants + chr(10) if variants else ""}
-## Per case (the linear policy)
+{zero_shot_section(list(zero_shot))}## Per case (the linear policy)
 
 {case_table(records)}
 """
@@ -376,11 +452,17 @@ def main(argv=None) -> int:
                     help="the variant with a state head of this width (0: the linear policy)")
     ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
                     help="the training corpus (datasets: the variant 'whole corpus')")
+    ap.add_argument("--zero-shot", action="store_true",
+                    help="only the linear policy's cases, zero-shot, with today's code")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
-    if not args.page_only:
+    if args.zero_shot and not args.page_only:
+        run_zero_shot(args.domains, args.steps, sys.stderr)
+    elif not args.page_only:
         run(args.domains, args.steps, Variant(args.head_hidden, args.corpus), sys.stderr)
-    write_page(load_records(), _commit())
+    records = load_records()
+    commits = sorted({r.get("commit", RECORDS_COMMIT) for r in records if r["variant"] == "linear"})
+    write_page(records, ", ".join(commits), load_records(ZERO_RECORDS))
     return 0
 
 

@@ -6,9 +6,10 @@ groups), over the preset clusters and over random clusters (gplace.gnn.random_cl
 training step takes ``problems_per_step`` of them, rolls out K placements each, simulates them
 in one batch per problem and applies :mod:`gplace.gnn.learn` (rewards relative to the problem's
 best heuristic). Elite sets start with the heuristics' placements and keep the best samples.
-Validation: the greedy placement (the greedy rollout, no samples; ``gplace place``'s zero-shot
-placement is the best of it and 64 sampled rollouts) of each validation problem against its
-best heuristic, as a geometric mean, and the share at or below it.
+Validation: the greedy placement (the greedy rollout in the policy's order, no samples;
+``gplace place``'s zero-shot placement is the best of it and sampled rollouts in both orders,
+gplace.gnn.infer.best_rollout) of each validation problem against its best heuristic, as a
+geometric mean, and the share at or below it.
 
 Which problems a step takes and the rollouts' random numbers are functions of (seed, step), and
 the elite sets are saved in the checkpoint, so a resumed run is the very run it resumes.
