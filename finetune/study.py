@@ -282,16 +282,16 @@ def head_to_head(records: list[dict]) -> str:
 
 
 HEADROOM = Path(__file__).resolve().parents[1] / "pretrain" / "headroom.jsonl"
-SEARCHED = ("zero-shot", "ft 100", "ft 100 +h", "ft 300 +h", "hill 2400 +h", "anneal 2400 +h",
-            "untrained zero-shot", "untrained ft 100", "untrained ft 100 +h",
+SEARCHED = ("zero-shot", "best of 16", "ft 100", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
+            "anneal 2400 +h", "untrained zero-shot", "untrained ft 100", "untrained ft 100 +h",
             "untrained ft 300 +h")
 
 
 def floor_line(records: list[dict], headroom: Path = HEADROOM) -> str:
-    """The floor of the ablation at 100 samples: the best placement known for a case (every run
-    of ``records`` and the longer searches of pretrain/headroom.jsonl) over the untrained
-    network's ``ft 100``, geometric mean over cases (seeds in log space): what a pretrained
-    policy would score if its 100 samples found the best placement known."""
+    """The floor of the ablation at 100 samples: the best placement known for a case (every
+    method of SEARCHED in ``records`` and the longer searches of pretrain/headroom.jsonl) over
+    the untrained network's ``ft 100``, geometric mean over cases (seeds in log space): what a
+    pretrained policy would score if its 100 samples found the best placement known."""
     longer = {}
     if headroom.exists():
         for line in headroom.read_text().splitlines():
@@ -299,7 +299,8 @@ def floor_line(records: list[dict], headroom: Path = HEADROOM) -> str:
             longer[(r["graph"], r["cluster"])] = r["ft 1200 +h"]
     x = []
     for g, c in sorted({(r["graph"], r["cluster"]) for r in records}):
-        rs = [r for r in records if (r["graph"], r["cluster"]) == (g, c) and "untrained ft 100" in r]
+        rs = [r for r in records
+              if (r["graph"], r["cluster"]) == (g, c) and "untrained ft 100" in r]
         if not rs:
             continue
         best = min([r[k] for r in rs for k in SEARCHED if k in r] + [longer.get((g, c), np.inf)])
@@ -377,7 +378,8 @@ def main(argv=None) -> int:
     floor = floor_line(records)
     atomic_write_text(out / f"tables_{tag}.md", "\n\n".join([
         summary_table(records), head_to_head(records), *([floor] if floor else []),
-        case_table(records), f"({len(records)} runs, {time.perf_counter() - start:.0f} s)"]) + "\n")
+        case_table(records),
+        f"({len(records)} runs, {time.perf_counter() - start:.0f} s)"]) + "\n")
     print(summary_table(records))
     print(head_to_head(records))
     return 0

@@ -336,12 +336,14 @@ def zero_shot_section(records: list[dict]) -> str:
     """The zero-shot records' table (geomeans per domain), with the rule they were made by."""
     if not records:
         return ""
+    from gplace.gnn.config import FinetuneConfig
     commits = ", ".join(sorted({r["commit"] for r in records}))
+    k = FinetuneConfig().zero_shot_rollouts
     return f"""## Zero-shot as `gplace place` makes it now
 
 The fine-tuning records above were made when zero-shot was the best of the greedy and 64
 sampled rollouts in HEFT's rank order by that schedule's own estimate. `gplace place` now rolls
-out the greedy and 16 sampled placements in each of the list scheduler's two orders (HEFT's rank
+out the greedy and {k} sampled placements in each of the list scheduler's two orders (HEFT's rank
 order and the simulator's dispatch order) and keeps the one the dispatch-order schedule
 estimates fastest (gplace.gnn.infer.best_rollout; nothing measured). The same held-out cases
 and networks, zero-shot only (`python -m pretrain.domains --zero-shot`, records in
@@ -453,15 +455,19 @@ def main(argv=None) -> int:
     ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
                     help="the training corpus (datasets: the variant 'whole corpus')")
     ap.add_argument("--zero-shot", action="store_true",
-                    help="only the linear policy's cases, zero-shot, with today's code")
+                    help="zero-shot only, the linear policy's cases (corpus139, no head), as "
+                         "`gplace place` makes it now")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
+    if args.zero_shot and (args.head_hidden or args.corpus != "corpus139"):
+        ap.error("--zero-shot runs the linear policy's cases only: drop --head-hidden, --corpus")
     if args.zero_shot and not args.page_only:
         run_zero_shot(args.domains, args.steps, sys.stderr)
     elif not args.page_only:
         run(args.domains, args.steps, Variant(args.head_hidden, args.corpus), sys.stderr)
     records = load_records()
-    commits = sorted({r.get("commit", RECORDS_COMMIT) for r in records if r["variant"] == "linear"})
+    commits = sorted({r.get("commit", RECORDS_COMMIT) for r in records
+                      if r["variant"] == "linear"})
     write_page(records, ", ".join(commits), load_records(ZERO_RECORDS))
     return 0
 

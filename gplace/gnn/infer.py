@@ -221,7 +221,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     for a, tail in scheds:
         greedy_ro = rollout(a, sc.s, sc.w, GREEDY, head=sc.head)
         est = estimate(a, greedy_ro)[0]
-        if est < best_est:
+        if best is None or est < best_est:  # the greedy rollout even where no estimate is finite
             best, best_est = greedy_ro.placements[0], est
         left, chunk = rollouts, 0
         while left > 0:  # in chunks: the rollouts' decision features take memory

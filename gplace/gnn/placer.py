@@ -36,7 +36,6 @@ from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
 
-
 @register("gnn")
 class GNNPlacer:
     """The learned placer; ``place`` has the signature of every placer, plus seed placements."""

@@ -124,6 +124,7 @@ def test_gnnplacer_places_zero_shot_from_the_numpy_scores(monkeypatch):
     zero = GNNPlacer(seed=0).zero_shot(problem)
     assert called and np.array_equal(zero, infer.ZeroShotPlacer(seed=0).zero_shot(problem))
 
+
 def test_the_weights_are_cached_by_the_checkpoints_bytes(tmp_path):
     first = infer.load_weights()
     assert infer.is_cached(infer.SHIPPED)

@@ -65,14 +65,16 @@ def test_zero_shot_keeps_the_rollout_with_the_best_dispatch_estimate():
     list schedule estimates fastest, the same for the same seed, and it may differ between
     seeds."""
     import dataclasses
-    from gplace.gnn.learn import ProblemState, greedy, tempered
+    from gplace.gnn.infer import as_float64, policy_weights, scores, tempered
+    from gplace.gnn.learn import ProblemState
     from gplace.gnn.schedule import FORCED, GREEDY, rollout
     p, _ = setup(5)
     torch.manual_seed(1)
     policy = GNNPolicy(hidden_channels=8, num_layers=1)
     state = ProblemState(p, SimMeasurer(p))
-    g = greedy(policy, state)
-    s, w = tempered(policy(state.features), FinetuneConfig().learn.temperature).numpy()
+    s, w, _ = as_float64(tempered(scores(policy_weights(policy), state.numpy_features),
+                                  FinetuneConfig().learn.temperature))
+    g = rollout(state.sched, s, w, GREEDY).placements[0]
     judge = state.sched._replace(dispatch=True)
     estimate = lambda z: rollout(judge, s, w, FORCED, forced=z[None]).estimate_s[0]
     g_dispatch = rollout(judge, s, w, GREEDY).placements[0]
