@@ -145,8 +145,8 @@ class FinetuneConfig:
     zero_shot_rollouts: int = 16 # zero-shot: the best of the greedy rollout and this many
                                  # sampled ones in each order by the dispatch-order list
                                  # schedule's makespan estimate (nothing measured; 0: the
-                                 # greedy rollouts). 16 per order costs what 64 in one order
-                                 # did (finetune/HISTORY.md)
+                                 # greedy rollouts). 16 per order with the replays: 1.1-1.4x
+                                 # the time of 64 in one order (benchmarks/policy_speed.py)
     zero_shot_both_orders: bool = True  # zero-shot rolls out in HEFT's rank order and the
                                  # simulator's dispatch order (gplace.gnn.infer.best_rollout);
                                  # False: the policy's own order and its own estimate
