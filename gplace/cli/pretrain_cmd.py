@@ -41,8 +41,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     run.add_argument("--restore", default=None, metavar="ARCHIVE", help="write this experts "
                      "archive into the corpus' cache first (default: the corpus folder's "
                      "experts.npz, if it has one)")
-    run.add_argument("--jobs", type=checks.count(1, 256, "--jobs"), default=1,
-                     help="local processes per rank for the expert searches")
+    run.add_argument("--jobs", type=checks.count(1, 256, "--jobs"), default=None,
+                     help="local processes per rank for the expert searches (default: one per "
+                          "core, shared by --devices, at most one per 4 GiB of memory; the "
+                          "experts are the same for any count)")
     run.add_argument("--devices", type=int, default=1, help="ranks on this node (Lightning "
                      "DDP: expert searches and training)")
     run.add_argument("--num-nodes", type=int, default=1, help="nodes (Lightning DDP)")
@@ -99,10 +101,10 @@ def run(args) -> int:
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly, before TensorBoard imports it with its C++ start-up lines
     cfg = _network_shape(cfg)
-    from gplace.gnn.iteration import prepare_corpus, run_iteration
+    from gplace.gnn.iteration import default_jobs, prepare_corpus, run_iteration
     prepare_corpus(cfg, args.restore)
-    run_iteration(cfg, out, log_dir, jobs=args.jobs, devices=args.devices,
-                  num_nodes=args.num_nodes, progress=not args.no_progress)
+    run_iteration(cfg, out, log_dir, jobs=args.jobs or default_jobs(args.devices),
+                  devices=args.devices, num_nodes=args.num_nodes, progress=not args.no_progress)
     print(f"wrote {out} and {out.with_suffix('.md')}; run folder {log_dir}")
     return 0
 

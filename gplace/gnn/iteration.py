@@ -20,6 +20,7 @@ meet in the corpus' cache folder (one folder that every node sees) before imitat
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -39,6 +40,19 @@ from gplace.gnn.pretrain import ProblemPool, _geomean, _jsonable, cluster_of, ru
 from gplace.io import atomic_write_bytes, atomic_write_text
 
 RESULT = "result.json"
+JOB_MEMORY = 4 << 30  # bytes a search process may take (the training graphs, one search)
+
+
+def default_jobs(ranks_here: int = 1) -> int:
+    """Search processes per rank by default: the cores this process may run on, shared by the
+    node's ``ranks_here`` ranks, and at most one per JOB_MEMORY of the machine's memory."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    jobs = max(1, (cores or 1) // max(1, ranks_here))
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return jobs
+    return max(1, min(jobs, memory // (JOB_MEMORY * max(1, ranks_here))))
 
 
 class RoundResult(NamedTuple):

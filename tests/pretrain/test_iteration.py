@@ -137,3 +137,16 @@ def test_two_ranks_find_the_experts_one_finds(tmp_path):
         runs[name] = experts_of(corpus)
     assert len(runs["one"]) == 4
     assert runs["ranks"] == runs["one"] == runs["jobs"]
+
+
+def test_the_searches_default_to_the_cores_within_memory(monkeypatch):
+    """One search process per core, shared by the node's ranks, at most one per JOB_MEMORY."""
+    from gplace.gnn import iteration
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": 64 * (1 << 30) // 4096}
+    monkeypatch.setattr(os, "sysconf", lambda name: pages[name])
+    assert iteration.default_jobs() == 8          # 64 GiB hold 16 searches
+    assert iteration.default_jobs(2) == 4         # two ranks share the 8 cores
+    assert iteration.default_jobs(16) == 1        # never none
+    pages["SC_PHYS_PAGES"] = 12 * (1 << 30) // 4096
+    assert iteration.default_jobs() == 12 // (iteration.JOB_MEMORY >> 30)
