@@ -20,6 +20,7 @@ meet in the corpus' cache folder (one folder that every node sees) before imitat
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 import time
@@ -182,7 +183,9 @@ def search_experts(cfg: PretrainConfig, k: int, rank: int, world: int, jobs: int
         for i in todo:
             report(*expert_of(cfg, i, k == 1))
     else:
-        with ProcessPoolExecutor(jobs) as ex:
+        # spawned, not forked: after a round's imitation this process holds the training
+        # pool (gigabytes), which forked workers would inherit and copy as they touch it
+        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
             for f in as_completed([ex.submit(expert_of, cfg, i, k == 1) for i in todo]):
                 report(*f.result())
     return sorted(rows)
