@@ -39,8 +39,10 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
              "chosen checkpoint | seconds |", "|---|---|---|---|---|---|---|"]
     for r in results:
         mark = "**" if r is best else ""
-        start = ("the untrained network" if r.start is None else Path(r.start).parent.name
-                 if Path(r.start).parent.name.startswith("round") else r.start)
+        start = ("the cache (none searched)" if r.start is None and not r.searched
+                 else "the untrained network" if r.start is None
+                 else Path(r.start).parent.name if Path(r.start).parent.name.startswith("round")
+                 else r.start)
         lines.append(f"| {mark}{r.round}{mark} | {start} | "
                      f"{r.searched} | {r.experts_vs_heuristic:.4f} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
