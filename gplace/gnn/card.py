@@ -22,6 +22,14 @@ def validation_rows(run: Path) -> list[tuple[int, float, float]]:
     return [(s, g, share) for s, (g, share) in sorted(rows.items())]
 
 
+def _experts_from(r) -> str:
+    """Where a round's experts came from, for the card's table."""
+    if r.start is None:
+        return "the untrained network" if r.searched else "the cache (none searched)"
+    folder = Path(r.start).parent.name
+    return folder if folder.startswith("round") else r.start
+
+
 def card_text(cfg, results, best, run_dir: Path) -> str:
     from gplace.gnn.pretrain import ProblemPool
     train = len(ProblemPool(cfg, "train", search=False))
@@ -39,11 +47,7 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
              "chosen checkpoint | seconds |", "|---|---|---|---|---|---|---|"]
     for r in results:
         mark = "**" if r is best else ""
-        start = ("the cache (none searched)" if r.start is None and not r.searched
-                 else "the untrained network" if r.start is None
-                 else Path(r.start).parent.name if Path(r.start).parent.name.startswith("round")
-                 else r.start)
-        lines.append(f"| {mark}{r.round}{mark} | {start} | "
+        lines.append(f"| {mark}{r.round}{mark} | {_experts_from(r)} | "
                      f"{r.searched} | {r.experts_vs_heuristic:.4f} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
     lines += ["", f"Round {best.round}'s validations:", "",
