@@ -23,14 +23,11 @@ variant "whole corpus"; its experts are datasets/experts.npz: corpus139's archiv
 for the other graphs, those of ``gplace pretrain --corpus datasets --random-clusters 0
 --expert-from gplace/checkpoints/policy.pt``.
 
-``--zero-shot`` places the same cases zero-shot only, with the code of the day, for the same
-three networks (records in pretrain/domains_zero_shot.jsonl): the zero-shot rule has changed
-since the fine-tuning records were made, and this measures the current one without fine-tuning
-anew.
-
 Runs live in runs/domains/<variant>/<domain>/ (rerun to resume); records go to
-pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. Every step
-time is simulated.
+pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. The records of
+pretrain/domains_rank_order.jsonl were made when zero-shot was the best of rollouts in HEFT's
+rank order alone (pretrain.order_probe.RULE); the page keeps them, with the variants measured
+then, in a section of their own. Every step time is simulated.
 """
 
 from __future__ import annotations
@@ -53,7 +50,7 @@ CORPUS = HERE / "corpus139"  # the held-out cases come from its manifest, for ev
 TRAIN_CORPORA = {"corpus139": CORPUS, "datasets": ROOT / "datasets"}
 RUNS = ROOT / "runs" / "domains"
 RECORDS = HERE / "domains.jsonl"
-ZERO_RECORDS = HERE / "domains_zero_shot.jsonl"
+RANK_ORDER_RECORDS = HERE / "domains_rank_order.jsonl"  # zero-shot in HEFT's rank order alone
 RECORDS_COMMIT = "f347844"  # the code that made the records without a "commit" field
 PAGE = HERE / "DOMAINS.md"
 DOMAINS = {
@@ -207,47 +204,6 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
                   f"({rec['wall_s']:.0f} s)", file=log, flush=True)
 
 
-def evaluate_zero_shot(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
-    """The zero-shot figures of one held-out case and seed, as `gplace place` makes them now."""
-    from finetune.study import build_case
-    from gplace.gnn.corpus import list_corpus
-    from gplace.gnn.learn import ProblemState
-    from gplace.gnn.placer import GNNPlacer
-    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
-    problem, m, heur, _ = build_case(entry, cluster)
-    feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
-    rec = {"graph": row["name"], "family": row["family"], "cluster": cluster, "seed": seed,
-           "units": problem.num_units, "best heuristic": min(feasible.values())}
-    state = ProblemState(problem, m)
-    for tag, net in networks(policy_path, seed).items():
-        r = m.measure(GNNPlacer(seed=seed, policy=net).zero_shot(problem, state)[None])
-        rec[f"{tag} zero-shot"] = float(r.step_time_s[0]) if r.feasible[0] else float("inf")
-    return rec
-
-
-def run_zero_shot(domains: list[str], steps: int, log) -> None:
-    """The zero-shot records of the linear policy's cases that are missing."""
-    import torch
-    torch.set_num_threads(1)
-    done = {r["key"] for r in load_records(ZERO_RECORDS)}
-    commit = _commit()
-    for domain in domains:
-        policy = pretrain(domain, steps, Variant(), log)
-        for row in held_out(domain):
-            for cluster in CLUSTERS:
-                for seed in SEEDS:
-                    key = case_key(domain, row["name"], cluster, seed)
-                    if key in done:
-                        continue
-                    rec = {"key": key, "domain": domain, "steps": steps, "commit": commit,
-                           **evaluate_zero_shot(row, cluster, seed, policy)}
-                    append_record(rec, ZERO_RECORDS)
-                    print(f"domains: zero-shot {key}: held-out / best heuristic "
-                          f"{rec['held-out zero-shot'] / rec['best heuristic']:.3f}, untrained "
-                          f"{rec['untrained zero-shot'] / rec['best heuristic']:.3f}",
-                          file=log, flush=True)
-
-
 def case_key(domain: str, graph: str, cluster: str, seed: int,
              variant: Variant = Variant()) -> str:
     return ((f"{variant.slug} " if variant.slug else "") + f"{domain} {graph} {cluster}"
@@ -324,47 +280,6 @@ def summary_table(records: list[dict], ratios=RATIOS) -> str:
     return "\n".join(out)
 
 
-ZERO_RATIOS = (  # (column, numerator, denominator)
-    ("held-out zero-shot / best heuristic", "held-out zero-shot", "best heuristic"),
-    ("untrained zero-shot / best heuristic", "untrained zero-shot", "best heuristic"),
-    ("held-out / untrained, zero-shot", "held-out zero-shot", "untrained zero-shot"),
-    ("shipped zero-shot / best heuristic", "shipped zero-shot", "best heuristic"),
-)
-
-
-def zero_shot_section(records: list[dict], before: list[dict] = ()) -> str:
-    """The zero-shot records' table (geomeans per domain), with the rule they were made by;
-    ``before``: the fine-tuning records, whose zero-shot used the rule before."""
-    if not records:
-        return ""
-    gain = lambda rs: geomean(r["held-out zero-shot"] / r["untrained zero-shot"] for r in rs)
-    from gplace.gnn.config import FinetuneConfig
-    commits = ", ".join(sorted({r["commit"] for r in records}))
-    k = FinetuneConfig().zero_shot_rollouts
-    return f"""## Zero-shot as `gplace place` makes it now
-
-The fine-tuning records above were made when zero-shot was the best of the greedy and 64
-sampled rollouts in HEFT's rank order by that schedule's own estimate. `gplace place` now rolls
-out the greedy and {k} sampled placements in each of the list scheduler's two orders (HEFT's rank
-order and the simulator's dispatch order) and keeps the one the dispatch-order schedule
-estimates fastest (gplace.gnn.infer.best_rollout; nothing measured). The same held-out cases
-and networks, zero-shot only (`python -m pretrain.domains --zero-shot`, records in
-pretrain/domains_zero_shot.jsonl, code at commit {commits}). The held-out policies were
-pretrained again for them (runs/ is not kept), on another machine and day than the fine-tuning
-records: with the rule before (pretrain.order_probe.RULE), the smallest case of each domain
-(seed 0) placed zero-shot at 0.988-1.007x its recorded time (1 of 4 identical; torch's last
-bits and the numpy forward's move near-tied decisions).
-
-{summary_table(records, ZERO_RATIOS)}
-
-Zero-shot, the policy pretrained without a domain is {gain(records):.3f}x the same network
-untrained on that domain ({gain(before):.3f}x with the rule before): the rollouts in dispatch
-order give the untrained network what the pretrained weights gave, as on the test split
-(finetune/RESULTS.md).
-
-"""
-
-
 def case_table(records: list[dict]) -> str:
     out = ["| domain | graph | cluster | seed | units | best heuristic ms | held-out ft 100 / "
            "untrained ft 100 | held-out zero-shot / best h. | untrained zero-shot / best h. | "
@@ -381,9 +296,7 @@ def case_table(records: list[dict]) -> str:
     return "\n".join(out)
 
 
-VARIANT_PROSE = """## Variants against the linear policy
-
-The same protocol, cases and seeds with one change each:
+VARIANT_PROSE = """The same protocol, cases and seeds with one change each:
 
 - **head H**, the decision rule (`--head-hidden H`): each decision's logit gains
   v[u] . relu(A phi + b[u]) over the partial-schedule features phi, learned with the rest; its
@@ -405,14 +318,47 @@ weights (the same function at the start, not during fine-tuning).
 """
 
 
-def write_page(records: list[dict], commit: str, zero_shot: list[dict] = ()) -> None:
+def commits_of(records: list[dict]) -> str:
+    return ", ".join(sorted({r.get("commit", RECORDS_COMMIT) for r in records}))
+
+
+def gain(records: list[dict], column: str) -> float:
+    """The held-out policy against its untrained network (geomean), "ft 100" or "zero-shot"."""
+    return geomean(r[f"held-out {column}"] / r[f"untrained {column}"] for r in records)
+
+
+def write_page(records: list[dict], before: list[dict] = ()) -> None:
+    """The page from the records of today's code and, in a section of their own, those made
+    when zero-shot used HEFT's rank order alone (``before``, with their variants)."""
+    from gplace.gnn.config import FinetuneConfig
     from gplace.io import atomic_write_text
-    if not records:
+    linear = [r for r in records if r["variant"] == "linear"]
+    if not linear:
         return
     variants = variant_table(records)
-    records = [r for r in records if r["variant"] == "linear"]
+    old = [r for r in before if r["variant"] == "linear"]
+    old_variants = variant_table(list(before))
     domains = "\n".join(f"- **{d}**: {', '.join(f)}" for d, f in DOMAINS.items())
-    steps = sorted({r["steps"] for r in records})
+    steps = sorted({r["steps"] for r in linear})
+    k = FinetuneConfig().zero_shot_rollouts
+    then = before_section = ""
+    if old:
+        then = (f"With zero-shot in HEFT's rank order alone (the section below) these were "
+                f"{gain(old, 'ft 100'):.3f}x and {gain(old, 'zero-shot'):.3f}x.")
+        before_section = f"""## Before the two-order zero-shot
+
+The records of pretrain/domains_rank_order.jsonl (code at commit {commits_of(old)}), made
+when zero-shot was the best of the greedy and 64 sampled rollouts in HEFT's rank order by that
+schedule's own estimate (pretrain.order_probe.RULE), with the held-out policies' first
+training. runs/ is not kept, so the policies of the section above were pretrained again by the
+same command on another machine and day; under the rule before, the smallest case of each
+domain (seed 0) placed zero-shot at 0.988-1.007x its time here (1 of 4 identical: torch's last
+bits and the numpy forward move near-tied decisions).
+
+{summary_table(old)}
+
+""" + ("### Variants against the linear policy\n\n" + VARIANT_PROSE + old_variants + "\n"
+       if old_variants else "")
     text = f"""# Leave one domain out
 
 Does pretraining carry to architectures the corpus does not have? Each domain below is held
@@ -428,23 +374,32 @@ Budget, smaller than the shipped policy's: one round imitating the archived expe
 steps (the shipped round: 1,600 steps, with random clusters). Cases: the median-sized graph
 of each of the domain's families (at most {EVAL_MAX_OPS:,} ops, at most {EVAL_GRAPHS} per
 domain) on {', '.join(CLUSTERS)} (hdp-8gpu unseen by every policy), full granularity, seeds
-{', '.join(str(x) for x in sorted({r['seed'] for r in records}))} (of the untrained network and
-of fine-tuning; every seed of a case counts as a case below). "ft 100": 100 fine-tuning
-samples without heuristic starts (the best of them and the zero-shot placement). **Every step
-time is simulated** (measured CPU profiles for CPU devices, the roofline model for GPUs):
-estimates, not measurements on hardware.
+{', '.join(str(x) for x in sorted({r['seed'] for r in linear}))} (of the untrained network and
+of fine-tuning; every seed of a case counts as a case below). "zero-shot" is `gplace place`'s:
+the greedy and {k} sampled rollouts in each of the list scheduler's two orders (HEFT's rank
+order and the simulator's dispatch order), the one the dispatch-order schedule estimates
+fastest (gplace.gnn.infer.best_rollout; nothing measured). "ft 100": 100 fine-tuning samples
+without heuristic starts (the best of them and the zero-shot placement). **Every step time is
+simulated** (measured CPU profiles for CPU devices, the roofline model for GPUs): estimates,
+not measurements on hardware.
 
 Rebuilt by `nice .venv/bin/python -m pretrain.domains` (records in pretrain/domains.jsonl;
-delete a line to rerun its case), code at commit {commit}.
+delete a line to rerun its case), code at commit {commits_of(linear)}.
 
 ## Geometric means (below 1: the first is faster)
 
-{summary_table(records)}
+{summary_table(linear)}
 
-{VARIANT_PROSE + variants + chr(10) if variants else ""}
-{zero_shot_section(list(zero_shot), records)}## Per case (the linear policy)
+Pretrained without the domain, the policy is {gain(linear, 'ft 100'):.3f}x its untrained
+network at 100 samples and {gain(linear, 'zero-shot'):.3f}x zero-shot on the domain.
+{then}
 
-{case_table(records)}
+{"## Variants against the linear policy" + chr(10) * 2 + VARIANT_PROSE + variants + chr(10)
+ if variants else ""}
+{before_section}
+## Per case (the linear policy)
+
+{case_table(linear)}
 """
     atomic_write_text(PAGE, text)
 
@@ -465,21 +420,11 @@ def main(argv=None) -> int:
                     help="the variant with a state head of this width (0: the linear policy)")
     ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
                     help="the training corpus (datasets: the variant 'whole corpus')")
-    ap.add_argument("--zero-shot", action="store_true",
-                    help="zero-shot only, the linear policy's cases (corpus139, no head), as "
-                         "`gplace place` makes it now")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
-    if args.zero_shot and (args.head_hidden or args.corpus != "corpus139"):
-        ap.error("--zero-shot runs the linear policy's cases only: drop --head-hidden, --corpus")
-    if args.zero_shot and not args.page_only:
-        run_zero_shot(args.domains, args.steps, sys.stderr)
-    elif not args.page_only:
+    if not args.page_only:
         run(args.domains, args.steps, Variant(args.head_hidden, args.corpus), sys.stderr)
-    records = load_records()
-    commits = sorted({r.get("commit", RECORDS_COMMIT) for r in records
-                      if r["variant"] == "linear"})
-    write_page(records, ", ".join(commits), load_records(ZERO_RECORDS))
+    write_page(load_records(), load_records(RANK_ORDER_RECORDS))
     return 0
 
 
