@@ -1,13 +1,25 @@
-"""Zero-shot of policy checkpoints on a wider validation set than pretraining's 24 problems:
-the 6 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random clusters used
-nowhere else (48 problems; pretrain/README.md quotes it). Simulated: estimates.
+"""Validation figures of policy checkpoints: the greedy rollout and the zero-shot placement
+`gplace place` makes (gplace.gnn.pretrain.zero_shot_time), each against the problem's best
+heuristic, geometric mean. By default on a wider set than pretraining's 24 problems: the 6
+validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random clusters used nowhere
+else (48 problems; pretrain/README.md quotes it); ``--card``: the 24 problems a `gplace
+pretrain` card validates on. Simulated: estimates.
 
     .venv/bin/python -m pretrain.wide_validation untrained gplace/checkpoints/policy.pt
+    .venv/bin/python -m pretrain.wide_validation --card untrained runs/policy.pt
 """
-import sys, numpy as np, torch
+
+import argparse
+
+import numpy as np
+import torch
+
+from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import list_corpus
-from gplace.gnn.pretrain import cluster_of, build_state, greedy_time
+from gplace.gnn.infer import policy_weights
 from gplace.gnn.policy import GNNPolicy
+from gplace.gnn.pretrain import (ProblemPool, build_state, cluster_of, greedy_time,
+                                 zero_shot_time)
 
 
 def wide_problems() -> list:
@@ -19,14 +31,37 @@ def wide_problems() -> list:
             + [3_000_000 + 10 * i + j for j in range(4)]]
 
 
-if __name__ == "__main__":
+def states(card: bool):
+    """The problems' ProblemStates, one at a time."""
+    if card:
+        pool = ProblemPool(PretrainConfig(), "validation", search=False)
+        for i in range(len(pool)):
+            yield pool.state(i)
+            pool.states.pop(i)
+    else:
+        for e, c in wide_problems():
+            yield build_state(e, cluster_of(c), 1)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("checkpoints", nargs="+", help="policy checkpoints, or 'untrained'")
+    ap.add_argument("--card", action="store_true", help="the 24 problems of a pretraining card")
+    args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    pols = {p: GNNPolicy() if p == 'untrained' else GNNPolicy.load(p)[0] for p in sys.argv[1:]}
-    res = {p: [] for p in pols}
-    for e, c in wide_problems():
-        st = build_state(e, cluster_of(c), 1)
+    pols = {p: GNNPolicy() if p == 'untrained' else GNNPolicy.load(p)[0]
+            for p in args.checkpoints}
+    res = {p: ([], []) for p in pols}
+    for st in states(args.card):
         for p, pol in pols.items():
-            res[p].append(greedy_time(pol, st) / st.ref_time_s)
-    for p, r in res.items():
-        r = np.array(r)
-        print(f"{p:50s} geomean {np.exp(np.log(r).mean()):.4f}  <=1: {(r <= 1 + 1e-9).mean():.2f}  n={len(r)}")
+            res[p][0].append(greedy_time(pol, st) / st.ref_time_s)
+            res[p][1].append(zero_shot_time(policy_weights(pol), st) / st.ref_time_s)
+    for p, (g, z) in res.items():
+        g, z = np.array(g), np.array(z)
+        print(f"{p:50s} greedy {np.exp(np.log(g).mean()):.4f} (<=1: {(g <= 1 + 1e-9).mean():.2f})"
+              f"  zero-shot {np.exp(np.log(z).mean()):.4f} (<=1: {(z <= 1 + 1e-9).mean():.2f})"
+              f"  n={len(g)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -10,16 +10,25 @@ from pathlib import Path
 from gplace.io import atomic_write_text
 
 
-def validation_rows(run: Path) -> list[tuple[int, float, float]]:
-    """(step, greedy / best heuristic, share at or below 1) of every validation in the
-    Lightning CSV logs of one round's folder."""
+def validation_rows(run: Path) -> list[tuple[int, float, float, float]]:
+    """(step, zero-shot / best heuristic, greedy / best heuristic, share at or below 1 of the
+    figure validated) of every validation in the Lightning CSV logs of one round's folder; nan
+    where a figure was not logged."""
+    from gplace.gnn.pretrain import VAL_METRICS
     rows = {}
     for path in sorted((run / "csv").glob("version_*/metrics.csv")):
         for row in csv.DictReader(path.open()):
-            if row.get("val/greedy_vs_heuristic"):
-                rows[int(row["step"]) + 1] = (float(row["val/greedy_vs_heuristic"]),
-                                              float(row.get("val/share_at_or_below") or "nan"))
-    return [(s, g, share) for s, (g, share) in sorted(rows.items())]
+            if row.get(VAL_METRICS["greedy"]):
+                rows[int(row["step"]) + 1] = tuple(
+                    float(row.get(k) or "nan") for k in (VAL_METRICS["zero-shot"],
+                                                         VAL_METRICS["greedy"],
+                                                         "val/share_at_or_below"))
+    return [(s, *figures) for s, figures in sorted(rows.items())]
+
+
+VALIDATED = {"zero-shot": "zero-shot placement `gplace place` starts from (the best of the "
+                          "greedy and sampled rollouts in both of the list scheduler's orders)",
+             "greedy": "greedy placement (the greedy rollout in the policy's order)"}
 
 
 def _experts_from(r) -> str:
@@ -37,8 +46,9 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
     lines = [f"# Policy card: round {best.round} of `gplace pretrain --corpus {cfg.corpus}`", "",
              "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "
              "training problem from the round's starting policy, imitates the best expert of "
-             "each, and validates the greedy placement of every validation problem "
-             "against its best cheap heuristic (geometric mean). Step times are simulated "
+             f"each, and validates the {VALIDATED[cfg.validate]} of every validation "
+             "problem against its best cheap heuristic (geometric mean): the round and "
+             "checkpoint with the best figure are chosen. Step times are simulated "
              "(measured CPU profiles where the corpus has them, the roofline model otherwise): "
              "estimates, not hardware measurements.", "",
              f"Training problems: {train}; validation problems: "
@@ -51,9 +61,10 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
                      f"{r.searched} | {r.experts_vs_heuristic:.4f} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
     lines += ["", f"Round {best.round}'s validations:", "",
-              "| step | greedy / best heuristic | at or below 1 |", "|---|---|---|"]
-    lines += [f"| {s} | {g:.4f} | {share:.0%} |"
-              for s, g, share in validation_rows(run_dir / f"round{best.round}")]
+              "| step | zero-shot / best heuristic | greedy / best heuristic | at or below 1 "
+              f"({cfg.validate}) |", "|---|---|---|---|"]
+    lines += [f"| {s} | {z:.4f} | {g:.4f} | {share:.0%} |"
+              for s, z, g, share in validation_rows(run_dir / f"round{best.round}")]
     lines += ["", "Configuration:", "", "```"]
     lines += [f"{k}: {v}" for k, v in asdict(cfg).items() if k != "learn"]
     lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()] + ["```", ""]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gplace.errors import ConfigError
 
 ORDERS = ("rank", "dispatch")  # the list scheduler's op orders (gplace.gnn.schedule.build_sched)
+VALIDATIONS = ("zero-shot", "greedy")  # what pretraining validates (PretrainConfig.validate)
 
 
 def _check(rules) -> None:
@@ -88,6 +89,10 @@ class PretrainConfig:
     max_steps: int = 1600          # training steps of each round's imitation (the shipped
                                    # round's best validation was at step 1,400)
     val_every: int = 100           # training steps between validations
+    validate: str = "zero-shot"    # the placement validated (and the rounds and checkpoints
+                                   # chosen by): "zero-shot", the one `gplace place` starts
+                                   # from (gplace.gnn.infer.zero_shot, seed 0), or "greedy",
+                                   # the greedy rollout in the policy's order alone
     hidden_channels: int = 64      # width of the network's layers
     num_layers: int = 3            # message-passing layers of the graph encoder
     head_hidden: int = 0           # > 0: a state head of this width adds a nonlinear function
@@ -124,6 +129,8 @@ class PretrainConfig:
                 (self.num_layers < 1, "--num-layers must be >= 1"),
                 (self.head_hidden < 0, "--head-hidden must be >= 0"),
                 (self.order not in ORDERS, f"--order must be {' or '.join(ORDERS)}"),
+                (self.validate not in VALIDATIONS,
+                 f"--validate must be {' or '.join(VALIDATIONS)}"),
                 (self.threads < 1, "--threads must be >= 1"),
                 (self.rounds < 0, "--rounds must be >= 0"),
                 (not 0 <= self.seed < 2**32, "--seed must be in [0, 2**32)"),

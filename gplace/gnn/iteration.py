@@ -37,7 +37,8 @@ from gplace.gnn.cache import graph_key
 from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import load_corpus_graph
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name
-from gplace.gnn.pretrain import ProblemPool, _geomean, _jsonable, cluster_of, run_pretrain
+from gplace.gnn.pretrain import (VAL_METRICS, ProblemPool, _geomean, _jsonable, cluster_of,
+                                  run_pretrain, val_key)
 from gplace.io import atomic_write_bytes, atomic_write_text
 
 RESULT = "result.json"
@@ -61,7 +62,8 @@ class RoundResult(NamedTuple):
     start: str | None               # the checkpoint its experts were searched from
     searched: int                   # expert searches run in this round (all ranks)
     experts_vs_heuristic: float     # geomean over the training problems (simulated)
-    val: float                      # best validation greedy / best heuristic (geomean)
+    val: float                      # best validation figure (PretrainConfig.validate) / best
+                                    # heuristic (geomean)
     selected: str                   # the validation checkpoint it ships
     seconds: float                  # wall time of the round
     policy: str                     # the round's policy file
@@ -103,7 +105,7 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
             _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log)
         results.append(RoundResult(**json.loads((folder / RESULT).read_text())))
         r = results[-1]
-        print(f"pretrain: round {k} done: validation {r.val:.4f} (greedy / best heuristic; "
+        print(f"pretrain: round {k} done: validation {r.val:.4f} ({cfg.validate} / best heuristic; "
               f"{r.selected}), experts {r.experts_vs_heuristic:.4f}x the best heuristic, "
               f"{r.searched} searched, {r.seconds:.0f} s", file=log, flush=True)
     best = min(results, key=lambda r: r.val)
@@ -154,7 +156,7 @@ def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> 
             k, None if start is None else str(start), sum(r[3] for r in rows),
             _geomean([r[1] / r[2] for r in rows]) if rows else float("nan"),
             # inf: no validation ran (max_steps < val_every)
-            float(meta.get("val_greedy_vs_heuristic") or np.inf), meta["selected"],
+            float(meta.get(val_key(rcfg)) or np.inf), meta["selected"],
             round(time.perf_counter() - began, 1), str(policy))
         atomic_write_text(folder / RESULT, json.dumps(result._asdict(), indent=1))
     _barrier()
@@ -231,12 +233,13 @@ class ProgressLines(L.Callback):
         self.k, self.max_steps, self.stream, self.best = k, max_steps, log, np.inf
 
     def on_validation_end(self, trainer, module) -> None:
-        val = trainer.callback_metrics.get("val/greedy_vs_heuristic")
+        rule = module.cfg.validate
+        val = trainer.callback_metrics.get(VAL_METRICS[rule])
         if val is None or not trainer.is_global_zero:
             return
         self.best = min(self.best, float(val))
         print(f"pretrain: round {self.k} step {module.step}/{self.max_steps}: validation "
-              f"{float(val):.4f} (best {self.best:.4f}; greedy / best heuristic, geomean)",
+              f"{float(val):.4f} (best {self.best:.4f}; {rule} / best heuristic, geomean)",
               file=self.stream, flush=True)
 
 

@@ -49,10 +49,29 @@ def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
     out = run_pretrain(config(corpus, 3), tmp_path / "p.pt", tmp_path / "runs", progress=False)
     placer = gplace.load(out)
     assert placer.meta["steps"] == 3 and len(placer.meta["train_problems"]) == 4
-    assert placer.meta["val_greedy_vs_heuristic"] > 0
+    assert placer.meta["val_zero_shot_vs_heuristic"] > 0
     csv = next((tmp_path / "runs" / "csv").glob("version_*/metrics.csv")).read_text()
     assert "train/loss" in csv and "val/greedy_vs_heuristic" in csv
+    assert "val/zero_shot_vs_heuristic" in csv
     assert any((tmp_path / "runs" / "tb").rglob("events.out.tfevents.*"))
+
+
+def test_the_checkpoint_is_the_best_of_the_figure_validated(corpus, tmp_path):
+    """Both figures are logged; the run keeps the checkpoint best by ``validate``'s."""
+    import csv
+    from gplace.gnn.policy import GNNPolicy
+    from gplace.gnn.pretrain import VAL_METRICS, val_key
+    for rule in ("zero-shot", "greedy"):
+        cfg = config(corpus, 6, validate=rule)
+        meta = GNNPolicy.load(run_pretrain(cfg, tmp_path / f"{rule}.pt", tmp_path / rule,
+                                           progress=False))[1]
+        log = next((tmp_path / rule / "csv").glob("version_*/metrics.csv"))
+        rows = [r for r in csv.DictReader(log.open()) if r.get(VAL_METRICS["greedy"])]
+        assert len(rows) == 3 and all(r.get(VAL_METRICS["zero-shot"]) for r in rows)
+        assert meta[val_key(cfg)] == pytest.approx(min(float(r[VAL_METRICS[rule]])
+                                                       for r in rows))
+    with pytest.raises(ConfigError, match="--validate"):
+        config(corpus, 6, validate="sampled")
 
 
 @pytest.mark.slow
