@@ -57,15 +57,13 @@ def study_cases() -> dict[tuple[str, str], dict]:
                  if isinstance(k, str) and k.endswith(TIME_COLUMNS) and _number(v)]
         c["known"] = min([c["known"], *times])
 
-    domain, earlier = ([json.loads(line) for line in path.read_text().splitlines()]
-                       if path.exists() else [] for path in (DOMAIN_RECORDS,
-                                                              EARLIER_DOMAIN_RECORDS))
+    domain, earlier = _records(DOMAIN_RECORDS), _records(EARLIER_DOMAIN_RECORDS)
     for r in domain:
         if r.get("variant", "linear") == "linear":
             add(f"domain {r['domain']}", r["graph"], r["cluster"], r, "held-out ft 100")
-    for r in domain + earlier:  # other variants' and earlier records' placements are known too
-        if ((r.get("variant", "linear") != "linear" or r in earlier)
-                and (r["graph"], r["cluster"]) in cases):
+    others = [r for r in domain if r.get("variant", "linear") != "linear"] + earlier
+    for r in others:  # other variants' and earlier records' placements are known too
+        if (r["graph"], r["cluster"]) in cases:
             c = cases[r["graph"], r["cluster"]]
             c["known"] = min([c["known"], *(float(v) for k, v in r.items()
                                             if k.endswith(TIME_COLUMNS) and _number(v))])
@@ -76,6 +74,10 @@ def study_cases() -> dict[tuple[str, str], dict]:
     for c in cases.values():
         c["untrained"], c["pretrained"] = geomean(c["untrained"]), geomean(c["pretrained"])
     return cases
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 def _number(v) -> bool:

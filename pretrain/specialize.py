@@ -67,7 +67,8 @@ def specialize(steps: int, log) -> tuple[Path, float]:
     mine = build_mine(log)
     cmd = [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(mine), "--init",
            str(ROOT / "gplace" / "checkpoints" / "policy.pt"), "--random-clusters", "0",
-           "--rounds", "1", "--max-steps", str(steps), "--out", str(out), "--no-progress"]
+           "--rounds", "1", "--max-steps", str(steps), "--out", str(out), "--no-progress",
+           "--validate", "greedy"]  # the rule this page's records were made with
     print(f"specialize: {' '.join(cmd[1:])}", file=log, flush=True)
     t0 = time.perf_counter()
     subprocess.run(cmd, check=True, stdout=log, stderr=log)

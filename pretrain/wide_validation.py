@@ -3,7 +3,8 @@
 heuristic, geometric mean. By default on a wider set than pretraining's 24 problems: the 6
 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random clusters used nowhere
 else (48 problems; pretrain/README.md quotes it); ``--card``: the 24 problems a `gplace
-pretrain` card validates on. Simulated: estimates.
+pretrain` card with the default corpus and clusters validates on. Checkpoints of the rank
+order (every shipped one). Simulated: estimates.
 
     .venv/bin/python -m pretrain.wide_validation untrained gplace/checkpoints/policy.pt
     .venv/bin/python -m pretrain.wide_validation --card untrained runs/policy.pt
@@ -46,16 +47,20 @@ def states(card: bool):
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("checkpoints", nargs="+", help="policy checkpoints, or 'untrained'")
-    ap.add_argument("--card", action="store_true", help="the 24 problems of a pretraining card")
+    ap.add_argument("--card", action="store_true",
+                    help="the 24 validation problems of `gplace pretrain` with its defaults")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     pols = {p: GNNPolicy() if p == 'untrained' else GNNPolicy.load(p)[0]
             for p in args.checkpoints}
+    if any(pol.dispatch for pol in pols.values()):
+        ap.error("the problems are built in the rank order: give rank-order checkpoints")
+    weights = {p: policy_weights(pol) for p, pol in pols.items()}
     res = {p: ([], []) for p in pols}
     for st in states(args.card):
         for p, pol in pols.items():
             res[p][0].append(greedy_time(pol, st) / st.ref_time_s)
-            res[p][1].append(zero_shot_time(policy_weights(pol), st) / st.ref_time_s)
+            res[p][1].append(zero_shot_time(weights[p], st) / st.ref_time_s)
     for p, (g, z) in res.items():
         g, z = np.array(g), np.array(z)
         print(f"{p:50s} greedy {np.exp(np.log(g).mean()):.4f} (<=1: {(g <= 1 + 1e-9).mean():.2f})"

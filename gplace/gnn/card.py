@@ -53,8 +53,8 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
              "estimates, not hardware measurements.", "",
              f"Training problems: {train}; validation problems: "
              f"{val or f'none (validated on the {train} training problems)'}.", "",
-             "| round | experts from | searched | experts / best heuristic | validation | "
-             "chosen checkpoint | seconds |", "|---|---|---|---|---|---|---|"]
+             "| round | experts from | searched | experts / best heuristic | validation "
+             f"({cfg.validate}) | chosen checkpoint | seconds |", "|---|---|---|---|---|---|---|"]
     for r in results:
         mark = "**" if r is best else ""
         lines.append(f"| {mark}{r.round}{mark} | {_experts_from(r)} | "

@@ -112,8 +112,8 @@ class PretrainConfig:
     init_from: str | None = None   # every round's imitation starts from this checkpoint's
                                    # weights and network shape instead of a fresh network
     ema_decay: float = 0.98        # > 0: validate and ship an exponential moving average of
-                                   # the weights (per step); the greedy placement swings with
-                                   # every step's weights, their average less
+                                   # the weights (per step); the validated placement swings
+                                   # with every step's weights, their average less
     rounds: int = 0                # rounds of expert iteration; 0: until validation stops
                                    # improving
     learn: LearnConfig = field(default_factory=lambda: LearnConfig(**IMITATION))

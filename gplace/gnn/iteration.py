@@ -249,7 +249,13 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
     path = run_dir / "config.json"
     mine = json.dumps(_jsonable(asdict(replace(cfg, rounds=0))), indent=1, sort_keys=True)
     if path.exists():
-        if path.read_text() != mine:
+        theirs = json.loads(path.read_text())
+        # a run written before --validate existed validated the greedy rollout
+        if "validate" not in theirs and cfg.validate != "greedy":
+            raise ConfigError(f"{run_dir} holds a run that validates the greedy rollout; add "
+                              f"--validate greedy to resume it, or give another --log-dir or "
+                              f"--out, or remove it to start over")
+        if json.dumps({"validate": "greedy", **theirs}, indent=1, sort_keys=True) != mine:
             raise ConfigError(f"{run_dir} holds a run of another configuration ({path}); give "
                               f"another --log-dir or --out, or remove it to start over")
     elif _rank() == 0:

@@ -35,7 +35,7 @@ from torch.utils.data import DataLoader
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
 from gplace.errors import ConfigError
-from gplace.gnn.config import FinetuneConfig, PretrainConfig
+from gplace.gnn.config import VALIDATIONS, FinetuneConfig, PretrainConfig
 from gplace.gnn.corpus import (CorpusGraph, describe, import_error, list_corpus,
                                 load_corpus_graph)
 from gplace.gnn.cache import cached, problem_key
@@ -274,7 +274,8 @@ class PretrainModule(L.LightningModule):
             f"{float(flat.sum()):.12e} {float(flat.abs().sum()):.12e}\n")
 
 
-VAL_METRICS = {"zero-shot": "val/zero_shot_vs_heuristic", "greedy": "val/greedy_vs_heuristic"}
+# the logged name of each validation figure: val/zero_shot_vs_heuristic, val/greedy_vs_heuristic
+VAL_METRICS = {rule: f"val/{rule.replace('-', '_')}_vs_heuristic" for rule in VALIDATIONS}
 
 
 def greedy_time(policy: GNNPolicy, state: ProblemState) -> float:

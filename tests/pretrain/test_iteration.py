@@ -150,3 +150,21 @@ def test_the_searches_default_to_the_cores_within_memory(monkeypatch):
     assert iteration.default_jobs(16) == 1        # never none
     pages["SC_PHYS_PAGES"] = 12 * (1 << 30) // 4096
     assert iteration.default_jobs() == 12 // (iteration.JOB_MEMORY >> 30)
+
+
+def test_a_run_folder_from_before_validate_resumes_only_with_greedy(tmp_path):
+    """A config.json without ``validate`` is a run that validated the greedy rollout."""
+    from gplace.errors import ConfigError
+    from gplace.gnn.iteration import check_run_folder
+    cfg = PretrainConfig(corpus=str(tmp_path))
+    check_run_folder(cfg, tmp_path)                          # writes the folder's config
+    written = json.loads((tmp_path / "config.json").read_text())
+    assert written["validate"] == "zero-shot"
+    check_run_folder(cfg, tmp_path)                          # the same run: resumes
+    old = {k: v for k, v in written.items() if k != "validate"}
+    (tmp_path / "config.json").write_text(json.dumps(old, indent=1, sort_keys=True))
+    with pytest.raises(ConfigError, match="--validate greedy"):
+        check_run_folder(cfg, tmp_path)
+    check_run_folder(replace(cfg, validate="greedy"), tmp_path)
+    with pytest.raises(ConfigError, match="another configuration"):
+        check_run_folder(replace(cfg, validate="greedy", seed=1), tmp_path)
