@@ -394,6 +394,9 @@ delete a line to rerun its case), code at commit {commits_of(linear)}.
 
 Pretrained without the domain, the policy is {gain(linear, 'ft 100'):.3f}x its untrained
 network at 100 samples and {gain(linear, 'zero-shot'):.3f}x zero-shot on the domain.{then}
+Local search (hill climbing and annealing from the best heuristic) was not run on these cases:
+here the placements are compared with the best heuristic and the untrained network only; the
+test split's comparison with local search at 2,400 samples is on finetune/RESULTS.md.
 
 {"## Variants against the linear policy" + chr(10) * 2 + VARIANT_PROSE + variants + chr(10)
  if variants else ""}
