@@ -95,16 +95,21 @@ def baselines(problem, m, heur, seed: int) -> dict[str, float]:
         problem, m, BASELINE_BUDGET, seeds=seeds).step_time_s for name in ("hill", "anneal")}
 
 
+def with_heuristics(problem, m, heur, net, seed: int, tag: str = "") -> dict[str, float]:
+    """``ft 100 +h`` and ``ft 300 +h``: one 300-sample fine-tuning run started from the
+    heuristics' placements, its best after 100 and after 300 samples."""
+    from gplace.gnn.placer import GNNPlacer
+    r = GNNPlacer(seed=seed, policy=net).place(problem, m, 300,
+                                               seeds=[h.placement for h in heur.values()])
+    curve = np.minimum(r.history.best_so_far(), r.info["start_step_time_s"])
+    return {f"{tag}ft 100 +h": float(curve[99]), f"{tag}ft 300 +h": float(curve[-1])}
+
+
 def gnn_runs(problem, m, heur, net, seed: int, tag: str = "") -> dict[str, float]:
     """One network's fine-tuning rows for one seed (``tag`` "untrained ": a fresh one)."""
     from gplace.gnn.placer import GNNPlacer
-    seeds = [r.placement for r in heur.values()]
-    rows = {}
-    g = GNNPlacer(seed=seed, policy=net)
-    with_h = g.place(problem, m, 300, seeds=seeds)
-    curve = np.minimum(with_h.history.best_so_far(), with_h.info["start_step_time_s"])
-    rows[f"{tag}ft 100 +h"], rows[f"{tag}ft 300 +h"] = float(curve[99]), float(curve[-1])
-    alone = g.place(problem, m, 100)
+    rows = with_heuristics(problem, m, heur, net, seed, tag)
+    alone = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
     rows[f"{tag}zero-shot"] = alone.info["zero_shot_step_time_s"]
     rows[f"{tag}ft 100"] = float(min(alone.step_time_s, rows[f"{tag}zero-shot"]))
     return rows
