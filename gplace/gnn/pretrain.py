@@ -20,6 +20,7 @@ Lightning gives checkpoints, CSV and TensorBoard logs, and DDP (``--devices``, `
 from __future__ import annotations
 
 import functools
+import logging
 import sys
 import time
 import warnings
@@ -345,6 +346,20 @@ def _jsonable(d):
     return list(d) if isinstance(d, tuple) else d
 
 
+class _NoTips(logging.Filter):
+    """Drops Lightning's advertisement of its cloud logger from our output (its device lines
+    stay)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("\N{ELECTRIC LIGHT BULB} Tip")
+
+
+def _quiet_lightning_tips() -> None:
+    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
+    if not any(isinstance(f, _NoTips) for f in rank_zero.filters):
+        rank_zero.addFilter(_NoTips())
+
+
 def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = False,
                  devices: int = 1, num_nodes: int = 1, progress: bool = True,
                  log=sys.stderr, before_fit=None, callbacks=(), meta: dict | None = None) -> Path:
@@ -359,6 +374,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
               file=log)
     # Manual optimization: Lightning counts optimizer steps, ppo_epochs of them per batch.
     per_batch = cfg.learn.ppo_epochs
+    _quiet_lightning_tips()
     trainer = L.Trainer(
         max_steps=cfg.max_steps * per_batch, accelerator="cpu", devices=devices, num_nodes=num_nodes,
         # the experts' searches run between the processes' start and the first barrier

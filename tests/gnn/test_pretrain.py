@@ -233,3 +233,17 @@ def test_experts_of_the_untrained_network_are_named_by_its_order():
     dispatch = expert_name("g", "0123456789abcdef", 400, 0, order="dispatch")
     assert rank.endswith("-b400-s0.npy")
     assert dispatch != rank and EXPERT_FILE.match(dispatch) and EXPERT_FILE.match(rank)
+
+
+def test_lightning_keeps_its_device_lines_and_drops_its_advertisement(caplog, tmp_path):
+    import logging
+    import lightning as L
+    from gplace.gnn.pretrain import _quiet_lightning_tips
+    _quiet_lightning_tips()
+    _quiet_lightning_tips()  # idempotent: one filter
+    caplog.set_level(logging.INFO)
+    L.Trainer(accelerator="cpu", logger=L.pytorch.loggers.CSVLogger(tmp_path),
+              enable_progress_bar=False, enable_checkpointing=False)
+    out = "\n".join(r.getMessage() for r in caplog.records)
+    assert "GPU available" in out
+    assert "litlogger" not in out
