@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 import torch
 
-from gplace.gnn.config import PretrainConfig
+from gplace.gnn.config import ORDERS, PretrainConfig
 from gplace.gnn.corpus import list_corpus
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.policy import GNNPolicy
@@ -32,16 +32,17 @@ def wide_problems() -> list:
             + [3_000_000 + 10 * i + j for j in range(4)]]
 
 
-def states(card: bool):
+def states(card: bool, order: str = "rank", random_clusters: int = 2):
     """The problems' ProblemStates, one at a time."""
     if card:
-        pool = ProblemPool(PretrainConfig(), "validation", search=False)
+        cfg = PretrainConfig(order=order, random_clusters=random_clusters)
+        pool = ProblemPool(cfg, "validation", search=False)
         for i in range(len(pool)):
             yield pool.state(i)
             pool.states.pop(i)
     else:
         for e, c in wide_problems():
-            yield build_state(e, cluster_of(c), 1)
+            yield build_state(e, cluster_of(c), 1, order=order)
 
 
 def main(argv=None) -> None:
@@ -49,15 +50,21 @@ def main(argv=None) -> None:
     ap.add_argument("checkpoints", nargs="+", help="policy checkpoints, or 'untrained'")
     ap.add_argument("--card", action="store_true",
                     help="the 24 validation problems of `gplace pretrain` with its defaults")
+    ap.add_argument("--random-clusters", type=int, default=2,
+                    help="with --card: the random clusters per training graph of the run (0: "
+                         "the 18 preset problems)")
+    ap.add_argument("--order", choices=ORDERS, default="rank",
+                    help="the list scheduler's order of the problems and the checkpoints")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    pols = {p: GNNPolicy() if p == 'untrained' else GNNPolicy.load(p)[0]
+    pols = {p: GNNPolicy(order=args.order) if p == 'untrained' else GNNPolicy.load(p)[0]
             for p in args.checkpoints}
-    if any(pol.dispatch for pol in pols.values()):
-        ap.error("the problems are built in the rank order: give rank-order checkpoints")
+    if any(pol.order != args.order for pol in pols.values()):
+        ap.error(f"the problems are built in the {args.order} order: give checkpoints of that "
+                 "order (--order)")
     weights = {p: policy_weights(pol) for p, pol in pols.items()}
     res = {p: ([], []) for p in pols}
-    for st in states(args.card):
+    for st in states(args.card, args.order, args.random_clusters):
         for p, pol in pols.items():
             res[p][0].append(greedy_time(pol, st) / st.ref_time_s)
             res[p][1].append(zero_shot_time(weights[p], st) / st.ref_time_s)
