@@ -4,6 +4,7 @@ round's figures and the chosen round's validation curve (all step times simulate
 from __future__ import annotations
 
 import csv
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
     for r in results:
         mark = "**" if r is best else ""
         lines.append(f"| {mark}{r.round}{mark} | {_experts_from(r)} | "
-                     f"{r.searched} | {r.experts_vs_heuristic:.4f} | {mark}{r.val:.4f}{mark} | "
+                     f"{r.searched} | {_experts_figure(r)} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
     lines += ["", f"Round {best.round}'s validations:", "",
               "| step | zero-shot / best heuristic | greedy / best heuristic | at or below 1 "
@@ -69,6 +70,10 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
     lines += [f"{k}: {v}" for k, v in asdict(cfg).items() if k != "learn"]
     lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()] + ["```", ""]
     return "\n".join(lines)
+
+
+def _experts_figure(r) -> str:
+    return "none" if math.isnan(r.experts_vs_heuristic) else f"{r.experts_vs_heuristic:.4f}"
 
 
 def write_card(path: Path, cfg, results, best, run_dir: Path) -> Path:

@@ -20,6 +20,7 @@ meet in the corpus' cache folder (one folder that every node sees) before imitat
 from __future__ import annotations
 
 import json
+import math
 import multiprocessing
 import os
 import sys
@@ -68,6 +69,12 @@ class RoundResult(NamedTuple):
     seconds: float                  # wall time of the round
     policy: str                     # the round's policy file
 
+    def experts_text(self) -> str:
+        """The experts against the best heuristic, for the log ("no experts" without any)."""
+        if math.isnan(self.experts_vs_heuristic):
+            return "no experts"
+        return f"experts {self.experts_vs_heuristic:.4f}x the best heuristic"
+
 
 def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
                    log=sys.stderr) -> None:
@@ -106,8 +113,8 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
         results.append(RoundResult(**json.loads((folder / RESULT).read_text())))
         r = results[-1]
         print(f"pretrain: round {k} done: validation {r.val:.4f} ({cfg.validate} / best heuristic; "
-              f"{r.selected}), experts {r.experts_vs_heuristic:.4f}x the best heuristic, "
-              f"{r.searched} searched, {r.seconds:.0f} s", file=log, flush=True)
+              f"{r.selected}), {r.experts_text()}, {r.searched} searched, {r.seconds:.0f} s",
+              file=log, flush=True)
     best = min(results, key=lambda r: r.val)
     if _rank() == 0:
         atomic_write_bytes(out, Path(best.policy).read_bytes())

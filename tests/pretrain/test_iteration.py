@@ -168,3 +168,13 @@ def test_a_run_folder_from_before_validate_resumes_only_with_greedy(tmp_path):
     check_run_folder(replace(cfg, validate="greedy"), tmp_path)
     with pytest.raises(ConfigError, match="another configuration"):
         check_run_folder(replace(cfg, validate="greedy", seed=1), tmp_path)
+
+
+def test_a_round_without_experts_says_so_in_the_log_and_the_card():
+    from gplace.gnn.card import _experts_figure
+    from gplace.gnn.iteration import RoundResult
+    r = RoundResult(1, None, 0, float("nan"), 0.7, "the last step", 1.0, "policy.pt")
+    assert (r.experts_text(), _experts_figure(r)) == ("no experts", "none")
+    r = r._replace(experts_vs_heuristic=0.8)
+    assert (r.experts_text(), _experts_figure(r)) == ("experts 0.8000x the best heuristic",
+                                                      "0.8000")
