@@ -111,15 +111,42 @@ def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_
 def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     proc = subprocess.run(
         [sys.executable, "-m", "gplace", "pretrain", "--corpus", str(corpus), "--clusters",
-         "post-2gpu", "--max-steps", "2", "--random-clusters", "0", "--samples", "4",
+         "post-2gpu", "--max-steps", "2", "--random-clusters", "1", "--samples", "4",
          "--expert-budget", "0", "--ema-decay", "0", "--problems-per-step", "1",
+         "--val-every", "2", "--hidden-channels", "16", "--num-layers", "2",
          "--devices", "2", "--no-progress",
          "--out", str(tmp_path / "ddp.pt"), "--log-dir", str(tmp_path / "runs")],
         capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     sums = [(tmp_path / "runs" / "round1" / f"weights_rank{r}.txt").read_text() for r in (0, 1)]
     assert sums[0] == sums[1]
-    assert (tmp_path / "ddp.pt").exists()
+    # the validation figure is the geometric mean over all 4 problems (2 on each rank), not
+    # the mean of the ranks' geometric means
+    from gplace.gnn.infer import policy_weights
+    from gplace.gnn.policy import GNNPolicy
+    from gplace.gnn.pretrain import ProblemPool, VAL_METRICS, zero_shot_time
+    policy = GNNPolicy.load(tmp_path / "ddp.pt")[0]
+    pool = ProblemPool(config(corpus, 2, random_clusters=1), "train", search=False)
+    ratios = [zero_shot_time(policy_weights(policy), pool.state(i)) / pool.best_heuristic(i)
+              for i in range(len(pool))]
+    metrics = next((tmp_path / "runs" / "round1" / "csv").glob("*/metrics.csv")).read_text()
+    header, *rows = [line.split(",") for line in metrics.splitlines()]
+    logged = [float(r[header.index(VAL_METRICS["zero-shot"])]) for r in rows
+              if r[header.index(VAL_METRICS["zero-shot"])]]
+    by_rank = np.mean([np.exp(np.log(ratios[r::2]).mean()) for r in (0, 1)])
+    assert len(ratios) == 4 and abs(by_rank / np.exp(np.log(ratios).mean()) - 1) > 1e-5
+    assert logged[-1] == pytest.approx(np.exp(np.log(ratios).mean()), rel=1e-6)
+
+
+def test_validation_counts_each_problem_once():
+    from gplace.gnn.pretrain import VAL_METRICS, validation_figures
+    # rank 0 validated problems 0 and 2, rank 1 problems 1 and 0 (the sampler's padding)
+    rows = np.array([[0, 0.5, 0.8], [2, 2.0, 1.25], [1, 1.0, 1.0], [0, 0.5, 0.8]])
+    got = validation_figures(rows, "zero-shot")
+    assert got[VAL_METRICS["greedy"]] == pytest.approx(1.0)
+    assert got[VAL_METRICS["zero-shot"]] == pytest.approx(1.0)
+    assert got["val/share_at_or_below"] == pytest.approx(2 / 3)
+    assert validation_figures(rows, "greedy")["val/share_at_or_below"] == pytest.approx(2 / 3)
 
 
 @pytest.mark.slow
