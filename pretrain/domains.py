@@ -21,7 +21,9 @@ CLUSTERS, at full granularity as ``gplace place`` builds the problem, seeds SEED
   columns existed gain them on the next run.
 
 ``--head-hidden H`` runs the same protocol with the policy's state head (GNNPolicy
-head_hidden; the ablation of the linear decision rule), as the variant "head H".
+head_hidden; the ablation of the linear decision rule), as the variant "head H";
+``--type-channels 0`` with a network that reads no op types (the ablation of what a family's
+op vocabulary teaches), as the variant "no op types".
 ``--corpus datasets`` trains on the whole corpus (datasets/: 303 training graphs instead of
 corpus139's 125, the domain's families left out as before; the ablation of breadth), as the
 variant "whole corpus"; its experts are datasets/experts.npz: corpus139's archived ones and,
@@ -103,18 +105,21 @@ def held_out(domain: str) -> list[dict]:
 class Variant(NamedTuple):
     head_hidden: int = 0      # the state head's width (0: the linear policy)
     corpus: str = "corpus139"  # the training corpus, a key of TRAIN_CORPORA
+    type_channels: int = 16   # the op-type embedding's width (0: no op types)
 
     @property
     def name(self) -> str:
         parts = [f"head {self.head_hidden}"] if self.head_hidden else []
         parts += ["whole corpus"] if self.corpus == "datasets" else []
+        parts += ["no op types"] if self.type_channels == 0 else []
         return ", ".join(parts) or "linear"
 
     @property
     def slug(self) -> str:
         """The variant's prefix in case keys and its runs/ folder ("" for the linear policy)."""
         return "-".join(([f"head{self.head_hidden}"] if self.head_hidden else [])
-                        + (["whole"] if self.corpus == "datasets" else []))
+                        + (["whole"] if self.corpus == "datasets" else [])
+                        + (["notypes"] if self.type_channels == 0 else []))
 
 
 def run_folder(domain: str, variant: Variant) -> Path:
@@ -148,6 +153,7 @@ def pretrain(domain: str, steps: int, variant: Variant, log) -> Path:
            "--random-clusters", "0", "--rounds", "1",
            "--max-steps", str(steps), "--seed", str(SEED),
            "--head-hidden", str(variant.head_hidden),
+           "--type-channels", str(variant.type_channels),
            "--out", str(out), "--no-progress",
            "--validate", "greedy"]  # the rule every policy of the records was chosen by
     print(f"domains: {domain}: {' '.join(cmd[1:])}", file=log, flush=True)
@@ -387,26 +393,40 @@ def case_table(records: list[dict]) -> str:
     return "\n".join(out)
 
 
-VARIANT_PROSE = """The same protocol, cases and seeds with one change each:
-
-- **head H**, the decision rule (`--head-hidden H`): each decision's logit gains
+VARIANTS = {  # what each variant changes, for the page
+    "head": """- **head H**, the decision rule (`--head-hidden H`): each decision's logit gains
   v[u] . relu(A phi + b[u]) over the partial-schedule features phi, learned with the rest; its
   output weights start at zero, so the untrained networks of both variants are the same
-  function;
-- **whole corpus**, breadth (`--corpus datasets`): pretrained on the training and validation
-  graphs of all of datasets/ outside the domain (303 training graphs instead of corpus139's
-  125) on the same preset clusters, imitating the archived experts where corpus139 has them
-  and, for the other graphs, the experts of `gplace pretrain --corpus datasets --expert-from
-  gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from the shipped policy,
-  which saw every domain, as the archived experts' searches did).
+  function.""",
+    "whole corpus": """- **whole corpus**, breadth (`--corpus datasets`): pretrained on the training and
+  validation graphs of all of datasets/ outside the domain (303 training graphs instead of
+  corpus139's 125) on the same preset clusters, imitating the archived experts where
+  corpus139 has them and, for the other graphs, the experts of `gplace pretrain --corpus
+  datasets --expert-from gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from
+  the shipped policy, which saw every domain, as the archived experts' searches did);""",
+    "no op types": """- **no op types**, what a family's op vocabulary teaches (`--type-channels 0`): the
+  network reads each unit's numbers (FLOPs, bytes, depth, degree, ...) but not the histogram
+  of its op types; its untrained network is another function than the linear policy's (fewer
+  weights, drawn from the same seed).""",
+}
+
+
+def variant_prose(records: list[dict]) -> str:
+    """The variants' descriptions, for those in ``records``."""
+    changes = {"head" if part.startswith("head ") else part
+               for r in records for part in r["variant"].split(", ")}
+    bullets = [text for key, text in VARIANTS.items() if key in changes]
+    return ("The same protocol, cases and seeds with one change each:\n\n" + "\n".join(bullets)
+            + """
 
 The last column compares the two untrained networks' runs: for the whole corpus the same
 network and seeds, run on another machine and day than the linear policy's records (torch's
 last bits follow the CPU's kernels, and 100 samples of fine-tuning amplify them), so it
-measures how far the ft 100 figures move between runs; for the head, a network with more
-weights (the same function at the start, not during fine-tuning).
+measures how far the ft 100 figures move between runs; for the head and without op types,
+networks of other weights (for the head the same function at the start, not during
+fine-tuning).
 
-"""
+""")
 
 
 def search_section(linear: list[dict]) -> str:
@@ -470,7 +490,7 @@ bits and the numpy forward move near-tied decisions).
 
 {summary_table(old)}
 
-""" + ("### Variants against the linear policy\n\n" + VARIANT_PROSE + old_variants + "\n"
+""" + ("### Variants against the linear policy\n\n" + variant_prose(before) + old_variants + "\n"
        if old_variants else "")
     text = f"""# Leave one domain out
 
@@ -507,7 +527,8 @@ delete a line to rerun its case), code at commit {commits_of(linear)}.
 Pretrained without the domain, the policy is {gain(linear, 'ft 100'):.3f}x its untrained
 network at 100 samples and {gain(linear, 'zero-shot'):.3f}x zero-shot on the domain.{then}
 {search_section(linear)}
-{"## Variants against the linear policy" + chr(10) * 2 + VARIANT_PROSE + variants + chr(10)
+{"## Variants against the linear policy" + chr(10) * 2 + variant_prose(records) + variants
+ + chr(10)
  if variants else ""}
 {before_section}
 ## Per case (the linear policy)
@@ -531,12 +552,15 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps of each policy")
     ap.add_argument("--head-hidden", type=int, default=0,
                     help="the variant with a state head of this width (0: the linear policy)")
+    ap.add_argument("--type-channels", type=int, default=16,
+                    help="the variant whose network reads no op types (0)")
     ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
                     help="the training corpus (datasets: the variant 'whole corpus')")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
     if not args.page_only:
-        run(args.domains, args.steps, Variant(args.head_hidden, args.corpus), sys.stderr)
+        run(args.domains, args.steps, Variant(args.head_hidden, args.corpus, args.type_channels),
+            sys.stderr)
     write_page(load_records(), load_records(RANK_ORDER_RECORDS))
     return 0
 

@@ -95,6 +95,8 @@ class PretrainConfig:
                                    # the greedy rollout in the policy's order alone
     hidden_channels: int = 64      # width of the network's layers
     num_layers: int = 3            # message-passing layers of the graph encoder
+    type_channels: int = 16        # width of the units' op-type embedding; 0: the network
+                                   # reads no op types, only the units' numbers
     head_hidden: int = 0           # > 0: a state head of this width adds a nonlinear function
                                    # of the partial schedule to each decision's logits
                                    # (gplace.gnn.policy.Scores); 0: the linear policy
@@ -127,6 +129,7 @@ class PretrainConfig:
                 (self.expert_budget < 0, "--expert-budget must be >= 0"),
                 (self.hidden_channels < 1, "--hidden-channels must be >= 1"),
                 (self.num_layers < 1, "--num-layers must be >= 1"),
+                (self.type_channels < 0, "--type-channels must be >= 0"),
                 (self.head_hidden < 0, "--head-hidden must be >= 0"),
                 (self.order not in ORDERS, f"--order must be {' or '.join(ORDERS)}"),
                 (self.validate not in VALIDATIONS,

@@ -72,7 +72,8 @@ def scores(weights: PolicyWeights, f) -> ScoresNp:
     """GNNPolicy._scores of ``f`` (gplace.gnn.features.ProblemFeatures), in float32 like torch's
     (:func:`as_float64` makes them what Scores.numpy returns)."""
     p, scale = weights.arrays, np.float32(weights.kwargs.get("scale", 10.0))
-    types = weights.linear("type_embedding", f.unit_types)
+    types = (weights.linear("type_embedding", f.unit_types) if "type_embedding.weight" in p
+             else np.zeros((f.unit_x.shape[0], 0), np.float32))                   # (U, T)
     x = weights.mlp("unit_in", np.concatenate([f.unit_x, types], -1))              # (U, h)
     for i in range(weights.kwargs.get("num_layers", 3)):
         x = _layer_norm(x + np.maximum(_gine(weights, f"convs.{i}", x, f.edge_index,

@@ -135,6 +135,7 @@ class GNNPolicy(nn.Module):
                  order: str = "rank"):
         """``lean``: GINE layers of gplace.gnn.gine instead of torch_geometric's GINEConv (the
         same function and parameter names; not a constructor argument of the checkpoint).
+        ``type_channels`` 0: the network reads no op types (the unit's numbers only).
         ``head_hidden`` H > 0 adds the state head of :class:`Scores` (its output weights start
         at zero, so an untrained network is the linear policy). ``order``: the order in which
         the list scheduler takes ops, HEFT's upward ``rank`` or the simulator's ``dispatch``
@@ -146,7 +147,8 @@ class GNNPolicy(nn.Module):
         self.set_order(order)  # rank-order checkpoints keep their arguments: no "order"
         self.scale = scale  # logits = scale x (network outputs of order 1): Adam's steps of
                             # ~lr move a decision weight by ~scale x lr
-        self.type_embedding = nn.Linear(len(OP_VOCAB), type_channels, bias=False)
+        self.type_embedding = (nn.Linear(len(OP_VOCAB), type_channels, bias=False)
+                               if type_channels else None)
         self.unit_in = mlp([UNIT_FEATURES + type_channels, h, h])
         conv = _lean_conv if lean else _pyg_conv
         self.convs = nn.ModuleList(conv(mlp([h, h, h])) for _ in range(num_layers))
@@ -222,7 +224,8 @@ class GNNPolicy(nn.Module):
         return {k: v for k, v in super().__getstate__().items() if k != "_last"}
 
     def _scores(self, f: FeatureTensors) -> Scores:
-        x = self.unit_in(torch.cat([f.unit_x, self.type_embedding(f.unit_types)], -1))  # (U, h)
+        types = [] if self.type_embedding is None else [self.type_embedding(f.unit_types)]
+        x = self.unit_in(torch.cat([f.unit_x, *types], -1))                          # (U, h)
         for conv, norm in zip(self.convs, self.norms):
             x = norm(x + torch.relu(conv(x, f.edge_index, f.edge_attr)))
         context = x.mean(0, keepdim=True).expand_as(x)                                # (U, h)

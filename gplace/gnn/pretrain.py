@@ -193,16 +193,18 @@ class PretrainModule(L.LightningModule):
         super().__init__()
         self.cfg = cfg
         self.save_hyperparameters({"config": _jsonable(asdict(cfg))})
-        self.policy = GNNPolicy(cfg.hidden_channels, cfg.num_layers,
+        self.policy = GNNPolicy(cfg.hidden_channels, cfg.num_layers, cfg.type_channels,
                                 head_hidden=cfg.head_hidden, order=cfg.order)
         if cfg.init_from is not None:
             start = GNNPolicy.load(cfg.init_from)[0]
             start.set_order(cfg.order)  # its weights, learned on in the config's order
-            if {k: start.kwargs[k] for k in ("hidden_channels", "num_layers")} != {
-                    "hidden_channels": cfg.hidden_channels, "num_layers": cfg.num_layers}:
-                raise ConfigError(f"{cfg.init_from}: a network of {start.kwargs['hidden_channels']} "
-                                  f"channels and {start.kwargs['num_layers']} layers, the "
-                                  f"config asks for {cfg.hidden_channels} and {cfg.num_layers}")
+            shape = ("hidden_channels", "num_layers", "type_channels")
+            if [start.kwargs[k] for k in shape] != [getattr(cfg, k) for k in shape]:
+                raise ConfigError(
+                    f"{cfg.init_from}: a network of {start.kwargs['hidden_channels']} channels, "
+                    f"{start.kwargs['num_layers']} layers and {start.kwargs['type_channels']} "
+                    f"op-type channels; the config asks for {cfg.hidden_channels}, "
+                    f"{cfg.num_layers} and {cfg.type_channels}")
             self.policy = start.train()
         self.automatic_optimization = False  # several PPO epochs per rollout
 
@@ -320,7 +322,7 @@ def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = Non
     or ``last.ckpt``) as a policy file that ``gplace.load`` reads."""
     record = read_checkpoint(ckpt, "Lightning checkpoint")
     cfg = record["hyper_parameters"]["config"]
-    policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"],
+    policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"], cfg.get("type_channels", 16),
                        head_hidden=cfg.get("head_hidden", 0), order=cfg.get("order", "rank"))
     policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()
                             if k.startswith("policy.")})

@@ -72,6 +72,33 @@ def test_a_state_head_is_computed_alike():
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-4)
 
 
+def _perturbed(policy: GNNPolicy) -> GNNPolicy:
+    """The policy with its zero-initialized output layers made nonzero (so the scores depend on
+    what the encoder reads)."""
+    with torch.no_grad():
+        for p in [*policy.pair_head.parameters(), *policy.weight_head.parameters()]:
+            p.normal_(0, 0.1)
+    return policy
+
+
+@pytest.mark.parametrize("type_channels", [0, 16])
+def test_a_network_without_op_types_reads_none_and_is_computed_alike(tmp_path, type_channels):
+    torch.manual_seed(0)
+    _perturbed(GNNPolicy(type_channels=type_channels)).save(tmp_path / "p.pt")
+    policy = GNNPolicy.load(tmp_path / "p.pt")[0].eval()
+    assert (policy.type_embedding is None) == (type_channels == 0)
+    weights = infer.PolicyWeights(dict(policy.kwargs), {k: v.numpy()
+                                                        for k, v in policy.state_dict().items()})
+    problem = next(problems())
+    f = problem_features(problem)
+    ours = infer.as_float64(infer.tempered(infer.scores(weights, f), 0.25))
+    theirs = torch_scores(policy, problem)
+    np.testing.assert_allclose(ours.s, theirs.s, rtol=1e-5, atol=1e-4)
+    np.testing.assert_allclose(ours.w, theirs.w, rtol=1e-5, atol=1e-4)
+    retyped = infer.scores(weights, f._replace(unit_types=np.roll(f.unit_types, 1, axis=1)))
+    assert np.array_equal(retyped.s, infer.scores(weights, f).s) == (type_channels == 0)
+
+
 def test_the_zero_shot_result_is_gnnplacers():
     for problem in problems():
         seeds = [np.zeros(problem.num_units, np.int64)]

@@ -161,13 +161,15 @@ def test_a_run_folder_from_before_validate_resumes_only_with_greedy(tmp_path):
     written = json.loads((tmp_path / "config.json").read_text())
     assert written["validate"] == "zero-shot"
     check_run_folder(cfg, tmp_path)                          # the same run: resumes
-    old = {k: v for k, v in written.items() if k != "validate"}
+    old = {k: v for k, v in written.items() if k not in ("validate", "type_channels")}
     (tmp_path / "config.json").write_text(json.dumps(old, indent=1, sort_keys=True))
     with pytest.raises(ConfigError, match="--validate greedy"):
         check_run_folder(cfg, tmp_path)
     check_run_folder(replace(cfg, validate="greedy"), tmp_path)
     with pytest.raises(ConfigError, match="another configuration"):
         check_run_folder(replace(cfg, validate="greedy", seed=1), tmp_path)
+    with pytest.raises(ConfigError, match="another configuration"):  # before: 16 channels
+        check_run_folder(replace(cfg, validate="greedy", type_channels=0), tmp_path)
 
 
 def test_a_round_without_experts_says_so_in_the_log_and_the_card():
