@@ -403,7 +403,7 @@ VARIANTS = {  # what each variant changes, for the page
   corpus139's 125) on the same preset clusters, imitating the archived experts where
   corpus139 has them and, for the other graphs, the experts of `gplace pretrain --corpus
   datasets --expert-from gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from
-  the shipped policy, which saw every domain, as the archived experts' searches did);""",
+  the shipped policy, which saw every domain, as the archived experts' searches did).""",
     "no op types": """- **no op types**, what a family's op vocabulary teaches (`--type-channels 0`): the
   network reads each unit's numbers (FLOPs, bytes, depth, degree, ...) but not the histogram
   of its op types; its untrained network is another function than the linear policy's (fewer
