@@ -253,7 +253,7 @@ def add_search(domain: str, cases: list, policy: Path, log) -> None:
         atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
         r = records[i]
         print(f"domains: {key}: ft 300 +h / best of hill and annealing at 2400 "
-              f"{r['held-out ft 300 +h'] / min(r['hill 2400 +h'], r['anneal 2400 +h']):.3f} "
+              f"{r['held-out ft 300 +h'] / local_search(r):.3f} "
               f"({r['search_wall_s']:.0f} s)", file=log, flush=True)
 
 
@@ -316,15 +316,18 @@ def variant_table(records: list[dict]) -> str:
     return "\n".join(out) if len(out) > 2 else ""
 
 
+def groups(records: list[dict]) -> list[tuple[str, list[dict]]]:
+    """The rows of a summary table: each domain, all of them, and the unseen cluster alone."""
+    out = [(d, [r for r in records if r["domain"] == d]) for d in DOMAINS]
+    return [(d, rs) for d, rs in out if rs] + [
+        ("all domains", records),
+        ("hdp-8gpu only (unseen cluster)", [r for r in records if r["cluster"] == "hdp-8gpu"])]
+
+
 def summary_table(records: list[dict]) -> str:
-    groups = [(d, [r for r in records if r["domain"] == d]) for d in DOMAINS]
-    groups = [(d, rs) for d, rs in groups if rs]
-    groups.append(("all domains", records))
-    groups.append(("hdp-8gpu only (unseen cluster)",
-                   [r for r in records if r["cluster"] == "hdp-8gpu"]))
     out = ["| held out | cases | " + " | ".join(c for c, _, _ in RATIOS) + " |",
            "|---|---|" + "---|" * len(RATIOS)]
-    for name, rs in groups:
+    for name, rs in groups(records):
         cells = []
         for _, a, b in RATIOS:
             x = [r[a] / r[b] for r in rs]
@@ -354,14 +357,10 @@ def _value(r: dict, column) -> float:
 
 def search_table(records: list[dict]) -> str:
     """SEARCH_RATIOS per domain, geomean (how many below 1), and the gap to the lower bound."""
-    groups = [(d, [r for r in records if r["domain"] == d]) for d in DOMAINS]
-    groups = [(d, rs) for d, rs in groups if rs] + [("all domains", records)]
-    groups.append(("hdp-8gpu only (unseen cluster)",
-                   [r for r in records if r["cluster"] == "hdp-8gpu"]))
     out = ["| held out | cases | " + " | ".join(c for c, _, _ in SEARCH_RATIOS)
            + " | held-out ft 300 +h / lower bound (min-max) |",
            "|---|---|" + "---|" * (len(SEARCH_RATIOS) + 1)]
-    for name, rs in groups:
+    for name, rs in groups(records):
         cells = []
         for _, a, b in SEARCH_RATIOS:
             x = [_value(r, a) / _value(r, b) for r in rs]
