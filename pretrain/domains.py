@@ -199,6 +199,26 @@ def search(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
     return rec
 
 
+PRIOR = ("held-out zero-shot, prior", "held-out ft 100, prior")
+
+
+def prior_other_order(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
+    """The PRIOR columns of one held-out case and seed: zero-shot and ft 100 of the held-out
+    policy when the rollouts in the order it was not trained in (the dispatch order) use the
+    untrained network's scores (FinetuneConfig.zero_shot_other_order "prior"). The untrained
+    network's figures do not change: its scores are the prior's."""
+    from finetune.study import build_case
+    from gplace.gnn.config import FinetuneConfig
+    from gplace.gnn.corpus import list_corpus
+    from gplace.gnn.placer import GNNPlacer
+    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
+    problem, m, _, _ = build_case(entry, cluster)
+    r = GNNPlacer(seed=seed, policy=networks(policy_path, seed)["held-out"],
+                  config=FinetuneConfig(zero_shot_other_order="prior")).place(problem, m, 100)
+    zero = r.info["zero_shot_step_time_s"]
+    return {PRIOR[0]: zero, PRIOR[1]: float(min(zero, r.step_time_s))}
+
+
 def networks(policy_path: Path, seed: int) -> dict:
     import torch
     from gplace.gnn.placer import load_policy
@@ -215,8 +235,8 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
     for domain in domains:
         cases = [(row, c, s) for row in held_out(domain) for c in CLUSTERS for s in SEEDS]
         keys = [case_key(domain, row["name"], c, s, variant) for row, c, s in cases]
-        if all(k in done and (variant.slug or all(c in done[k] for c in SEARCH))
-               for k in keys):
+        extra = [c for columns, _ in EXTRA.values() for c in columns]
+        if all(k in done and (variant.slug or all(c in done[k] for c in extra)) for k in keys):
             continue
         policy = pretrain(domain, steps, variant, log)
         for row, cluster, seed in cases:
@@ -234,28 +254,32 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
                   f"heuristic {rec['held-out zero-shot'] / rec['best heuristic']:.3f} "
                   f"({rec['wall_s']:.0f} s)", file=log, flush=True)
         if not variant.slug:
-            add_search(domain, cases, policy, log)
+            for name, (columns, compute) in EXTRA.items():
+                add_columns(domain, cases, policy, name, columns, compute, log)
 
 
-def add_search(domain: str, cases: list, policy: Path, log) -> None:
-    """The SEARCH columns for the linear policy's records of ``cases`` that lack them; the
-    record file is rewritten (atomically) after each case."""
+def add_columns(domain: str, cases: list, policy: Path, name: str, columns: tuple, compute,
+                log) -> None:
+    """``compute``'s ``columns`` for the linear policy's records of ``cases`` that lack them,
+    with ``name commit`` and ``name wall_s``; the record file is rewritten (atomically) after
+    each case."""
     from gplace.io import atomic_write_text
     for row, cluster, seed in cases:
         key = case_key(domain, row["name"], cluster, seed)
         records = [json.loads(line) for line in RECORDS.read_text().splitlines() if line]
         i = next(i for i, r in enumerate(records) if r["key"] == key)
-        if all(c in records[i] for c in SEARCH):
+        if all(c in records[i] for c in columns):
             continue
         t0 = time.perf_counter()
-        records[i].update(search(row, cluster, seed, policy), search_commit=_commit(),
-                          search_wall_s=round(time.perf_counter() - t0, 1))
+        records[i].update(compute(row, cluster, seed, policy))
+        records[i].update({f"{name}_commit": _commit(),
+                           f"{name}_wall_s": round(time.perf_counter() - t0, 1)})
         atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
-        r = records[i]
-        print(f"domains: {key}: ft 300 +h / best of hill and annealing at 2400 "
-              f"{r['held-out ft 300 +h'] / local_search(r):.3f} "
-              f"({r['search_wall_s']:.0f} s)", file=log, flush=True)
+        print(f"domains: {key}: " + ", ".join(f"{c} {records[i][c] * 1e3:.3f} ms"
+                                              for c in columns), file=log, flush=True)
 
+
+EXTRA = {"search": (SEARCH, search), "prior": (PRIOR, prior_other_order)}  # linear policy only
 
 def case_key(domain: str, graph: str, cluster: str, seed: int,
              variant: Variant = Variant()) -> str:
