@@ -199,26 +199,6 @@ def search(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
     return rec
 
 
-PRIOR = ("held-out zero-shot, prior", "held-out ft 100, prior")
-
-
-def prior_other_order(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
-    """The PRIOR columns of one held-out case and seed: zero-shot and ft 100 of the held-out
-    policy when the rollouts in the order it was not trained in (the dispatch order) use the
-    untrained network's scores (FinetuneConfig.zero_shot_other_order "prior"). The untrained
-    network's figures do not change: its scores are the prior's."""
-    from finetune.study import build_case
-    from gplace.gnn.config import FinetuneConfig
-    from gplace.gnn.corpus import list_corpus
-    from gplace.gnn.placer import GNNPlacer
-    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
-    problem, m, _, _ = build_case(entry, cluster)
-    r = GNNPlacer(seed=seed, policy=networks(policy_path, seed)["held-out"],
-                  config=FinetuneConfig(zero_shot_other_order="prior")).place(problem, m, 100)
-    zero = r.info["zero_shot_step_time_s"]
-    return {PRIOR[0]: zero, PRIOR[1]: float(min(zero, r.step_time_s))}
-
-
 def networks(policy_path: Path, seed: int) -> dict:
     import torch
     from gplace.gnn.placer import load_policy
@@ -279,7 +259,7 @@ def add_columns(domain: str, cases: list, policy: Path, name: str, columns: tupl
                                               for c in columns), file=log, flush=True)
 
 
-EXTRA = {"search": (SEARCH, search), "prior": (PRIOR, prior_other_order)}  # linear policy only
+EXTRA = {"search": (SEARCH, search)}  # columns of the linear policy's records only
 
 def case_key(domain: str, graph: str, cluster: str, seed: int,
              variant: Variant = Variant()) -> str:

@@ -160,15 +160,8 @@ class FinetuneConfig:
     zero_shot_both_orders: bool = True  # zero-shot rolls out in HEFT's rank order and the
                                  # simulator's dispatch order (gplace.gnn.infer.best_rollout);
                                  # False: the policy's own order and its own estimate
-    zero_shot_other_order: str = "policy"  # with both orders: "prior" rolls out the order
-                                 # the policy was not trained in with the untrained network's
-                                 # scores (each unit to the device where it finishes first)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
-
-    def __post_init__(self):
-        _check([(self.zero_shot_other_order not in ("policy", "prior"),
-                 "zero_shot_other_order must be 'policy' or 'prior'")])
 
 
 def field_help(cls) -> dict[str, str]:
