@@ -409,27 +409,33 @@ VARIANTS = {  # what each variant changes, for the page
   the shipped policy, which saw every domain, as the archived experts' searches did).""",
     "no op types": """- **no op types**, what a family's op vocabulary teaches (`--type-channels 0`): the
   network reads each unit's numbers (FLOPs, bytes, depth, degree, ...) but not the histogram
-  of its op types; its untrained network is another function than the linear policy's (fewer
-  weights, drawn from the same seed).""",
+  of its op types; untrained, it is the linear policy's function (their output layers start
+  at zero), with fewer weights to fine-tune.""",
+}
+
+
+UNTRAINED_COLUMN = {  # what the last column of the variants' table compares, per variant
+    "whole corpus": "for the whole corpus the same network and seeds, run on another machine "
+                    "and day than the linear policy's records (torch's last bits follow the "
+                    "CPU's kernels, and 100 samples of fine-tuning amplify them), so it "
+                    "measures how far the ft 100 figures move between runs",
+    "head": "for the head, a network with more weights (the same function at the start, not "
+            "during fine-tuning)",
+    "no op types": "without op types, a network with fewer weights (the same function at "
+                   "the start, not during fine-tuning)",
 }
 
 
 def variant_prose(records: list[dict]) -> str:
     """The variants' descriptions, for those in ``records``."""
+    import textwrap
     changes = {"head" if part.startswith("head ") else part
                for r in records for part in r["variant"].split(", ")}
     bullets = [text for key, text in VARIANTS.items() if key in changes]
+    column = "; ".join(text for key, text in UNTRAINED_COLUMN.items() if key in changes)
     return ("The same protocol, cases and seeds with one change each:\n\n" + "\n".join(bullets)
-            + """
-
-The last column compares the two untrained networks' runs: for the whole corpus the same
-network and seeds, run on another machine and day than the linear policy's records (torch's
-last bits follow the CPU's kernels, and 100 samples of fine-tuning amplify them), so it
-measures how far the ft 100 figures move between runs; for the head and without op types,
-networks of other weights (for the head the same function at the start, not during
-fine-tuning).
-
-""")
+            + "\n\n" + textwrap.fill("The last column compares the two untrained networks' "
+                                      f"runs: {column}.", 96) + "\n\n")
 
 
 def search_section(linear: list[dict]) -> str:

@@ -657,7 +657,18 @@ best (step 1,100; 8 min). At 100 samples on the test split: **0.766x** the best 
 order (better on 10 of 24), against the shipped policy's 0.854x. It is the best policy measured
 here on the test split, by a margin that the ablation attributes mostly to the scheduler, not to
 the weights. Not shipped: shipping rebuilds every results page (finetune/run.sh). Not tried:
-more rounds, PPO on the policy's own samples, a larger network.
+more rounds, a larger network.
+
+**PPO on the policy's own samples in dispatch order did not carry either** (the fourth table):
+`gplace pretrain --order dispatch --samples 10 --ppo-epochs 2 --ce-weight 0.1 --elite-size 4
+--temperature 0.25 --dagger 0 --ce-work 0 --expert-budget 0 --random-clusters 0 --rounds 1
+--max-steps 800 --out runs/ppo_dispatch/policy.pt` (Post's objective as fine-tuning runs it,
+over the 357 preset training problems from a fresh network, no experts; commit 6bd1f9a; the
+round took 597 s on the shared 2-core machine). Validation (zero-shot as `gplace place`,
+the 18 preset validation problems): 0.7077 after 100 steps, then 0.706-0.712 to step 800,
+against 0.7233 for the untrained network and 0.6726 for the shipped policy
+(`python -m pretrain.wide_validation --card --random-clusters 0 [--order dispatch]`). On
+the test split it is 0.999x its untrained twin at 100 samples and 1.001x zero-shot.
 
 **Against the strongest alternatives, and what is not shown.** On these 12 cases, 100 samples
 without heuristic starts in dispatch order beat hill climbing and annealing started from the
