@@ -14,8 +14,12 @@ bound, makespan and the re-simulated step time of its placement; every cheap heu
 hill climbing and annealing from the heuristics with 2400 samples; ``place`` zero-shot and
 with 300 fine-tuning samples; the lower bounds of gplace.sim.bounds. On the test split at full
 granularity (finetune/results_test.csv's cases, the problems finetune/study.py builds): the
-simple and the tight bound against ``ft 300 +h`` there. Every step time is simulated. Records
-go to finetune/optimality.jsonl one per line as they finish (a rerun skips the ones there).
+simple and the tight bound against ``ft 300 +h`` there. And the pretraining ablation where
+the optimum is known (ABLATION): 100 fine-tuning samples without heuristic starts from the
+shipped policy and from the same network untrained, seeds ABLATION_SEEDS, on every small case
+(records made before it gain these columns on the next run). Every step time is simulated.
+Records go to finetune/optimality.jsonl one per line as they finish (a rerun skips the ones
+there).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ CORPUS_UNITS = 32
 BUDGET = 2400
 MIN_UNITS = 30  # a small case has at least this many units (a random DAG's groups may merge ops)
 TEST_METHOD = "ft 300 +h"  # the test split's figure the bounds are compared with
+ABLATION = ("pretrained ft 100", "untrained ft 100")  # per seed, as finetune/study.py's
+ABLATION_SEEDS = (0, 1, 2)
 
 
 def load_records() -> dict[str, dict]:
@@ -172,6 +178,64 @@ def run_test_bounds(log) -> list[dict]:
     return rows
 
 
+def ablation(graph, cluster_name: str) -> dict[str, list[float]]:
+    """ABLATION's step times per seed: ``ft 100`` as finetune/study.py and pretrain/domains.py
+    measure it (the better of the zero-shot placement and 100 samples without heuristic
+    starts), from the shipped policy and from the same network untrained (torch seed =
+    the fine-tuning seed)."""
+    import torch
+    from gplace.cluster import load_cluster
+    from gplace.cost import CostModel
+    from gplace.gnn.placer import GNNPlacer, load_policy
+    from gplace.gnn.policy import GNNPolicy
+    from gplace.placers import SimMeasurer
+    from gplace.problem import PlacementProblem
+    problem = PlacementProblem.build(graph, load_cluster(cluster_name), CostModel())
+    m = SimMeasurer(problem)
+    shipped = load_policy()[0]
+    out = {c: [] for c in ABLATION}
+    for seed in ABLATION_SEEDS:
+        torch.manual_seed(seed)
+        for column, net in zip(ABLATION, (shipped, GNNPolicy(**shipped.kwargs))):
+            r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
+            out[column].append(float(min(r.step_time_s, r.info["zero_shot_step_time_s"])))
+    return out
+
+
+def add_ablation(log) -> None:
+    """ABLATION's columns for the small records that lack them; the record file is rewritten
+    (atomically) after each case."""
+    from gplace.io import atomic_write_text
+    keys = {k for k, r in load_records().items() if k.startswith("small ")
+            and r["units"] >= MIN_UNITS and not all(c in r for c in ABLATION)}
+    for name, make in small_graphs(log):
+        graph = None
+        for cluster_name in CLUSTERS:
+            key = f"small {name} {cluster_name}"
+            if key not in keys:
+                continue
+            graph = make() if graph is None else graph
+            t0 = time.perf_counter()
+            cols = ablation(graph, cluster_name)
+            records = load_records()
+            records[key].update(cols, ablation_commit=_commit(),
+                                ablation_wall_s=time.perf_counter() - t0)
+            atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
+                                               for r in records.values()))
+            print(f"{key}: ft 100 pretrained / untrained "
+                  f"{geomean(cols[ABLATION[0]]) / geomean(cols[ABLATION[1]]):.3f}", file=log,
+                  flush=True)
+
+
+def _commit() -> str:
+    import subprocess
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, check=True,
+                              capture_output=True, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
 def run(time_limit: float, log) -> None:
     done = load_records()
     if "test bounds" not in done:
@@ -191,6 +255,7 @@ def run(time_limit: float, log) -> None:
             print(f"{key}: {row['units']} units, {o['status']}, bound {o['solver_bound_s']:.6g}, "
                   f"found {o['step_time_s']:.6g}, certified {o['certified']}, ft300 "
                   f"{row['place ft 300']:.6g} ({row['wall_s']:.0f} s)", file=log, flush=True)
+    add_ablation(log)
 
 
 # ---- the page -------------------------------------------------------------------------------
