@@ -225,7 +225,7 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
                 continue
             t0 = time.perf_counter()
             rec = {"key": key, "domain": domain, "steps": steps,
-                   "variant": variant.name, "commit": _commit(),
+                   "variant": variant.name, "commit": _commit(), "policy": policy_digest(policy),
                    **evaluate(row, cluster, seed, policy)}
             rec["wall_s"] = round(time.perf_counter() - t0, 1)
             append_record(rec)
@@ -241,25 +241,42 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
 def add_columns(domain: str, cases: list, policy: Path, name: str, columns: tuple, compute,
                 log) -> None:
     """``compute``'s ``columns`` for the linear policy's records of ``cases`` that lack them,
-    with ``name commit`` and ``name wall_s``; the record file is rewritten (atomically) after
-    each case."""
+    with ``name_commit``, ``name_wall_s`` and ``name_policy`` (the policy file's digest); a
+    record made with another policy file (its ``policy``) is left alone. The record file is
+    read again and rewritten (atomically) after each case; one writer at a time."""
     from gplace.io import atomic_write_text
+    digest = policy_digest(policy)
     for row, cluster, seed in cases:
         key = case_key(domain, row["name"], cluster, seed)
-        records = [json.loads(line) for line in RECORDS.read_text().splitlines() if line]
-        i = next(i for i, r in enumerate(records) if r["key"] == key)
-        if all(c in records[i] for c in columns):
+        record = next(r for r in _raw_records() if r["key"] == key)
+        if all(c in record for c in columns):
+            continue
+        if record.get("policy", digest) != digest:
+            print(f"domains: {key}: made with another {policy}; delete its line to rerun it",
+                  file=log, flush=True)
             continue
         t0 = time.perf_counter()
-        records[i].update(compute(row, cluster, seed, policy))
-        records[i].update({f"{name}_commit": _commit(),
-                           f"{name}_wall_s": round(time.perf_counter() - t0, 1)})
+        new = {**compute(row, cluster, seed, policy), f"{name}_commit": _commit(),
+               f"{name}_wall_s": round(time.perf_counter() - t0, 1), f"{name}_policy": digest}
+        records = [{**r, **new} if r["key"] == key else r for r in _raw_records()]
         atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
-        print(f"domains: {key}: " + ", ".join(f"{c} {records[i][c] * 1e3:.3f} ms"
-                                              for c in columns), file=log, flush=True)
+        print(f"domains: {key}: " + ", ".join(f"{c} {new[c] * 1e3:.3f} ms" for c in columns),
+              file=log, flush=True)
+
+
+def _raw_records() -> list[dict]:
+    """The record file's lines as they are (load_records adds defaults)."""
+    return [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+
+
+def policy_digest(path: Path) -> str:
+    """Which policy file made a record: the start of its SHA-256."""
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
 EXTRA = {"search": (SEARCH, search)}  # columns of the linear policy's records only
+
 
 def case_key(domain: str, graph: str, cluster: str, seed: int,
              variant: Variant = Variant()) -> str:
@@ -397,17 +414,20 @@ def case_table(records: list[dict]) -> str:
 
 
 VARIANTS = {  # what each variant changes, for the page
-    "head": """- **head H**, the decision rule (`--head-hidden H`): each decision's logit gains
+    "head": """\
+- **head H**, the decision rule (`--head-hidden H`): each decision's logit gains
   v[u] . relu(A phi + b[u]) over the partial-schedule features phi, learned with the rest; its
   output weights start at zero, so the untrained networks of both variants are the same
   function.""",
-    "whole corpus": """- **whole corpus**, breadth (`--corpus datasets`): pretrained on the training and
+    "whole corpus": """\
+- **whole corpus**, breadth (`--corpus datasets`): pretrained on the training and
   validation graphs of all of datasets/ outside the domain (303 training graphs instead of
   corpus139's 125) on the same preset clusters, imitating the archived experts where
   corpus139 has them and, for the other graphs, the experts of `gplace pretrain --corpus
   datasets --expert-from gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from
   the shipped policy, which saw every domain, as the archived experts' searches did).""",
-    "no op types": """- **no op types**, what a family's op vocabulary teaches (`--type-channels 0`): the
+    "no op types": """\
+- **no op types**, what a family's op vocabulary teaches (`--type-channels 0`): the
   network reads each unit's numbers (FLOPs, bytes, depth, degree, ...) but not the histogram
   of its op types; untrained, it is the linear policy's function (their output layers start
   at zero), with fewer weights to fine-tune.""",
@@ -561,7 +581,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps of each policy")
     ap.add_argument("--head-hidden", type=int, default=0,
                     help="the variant with a state head of this width (0: the linear policy)")
-    ap.add_argument("--type-channels", type=int, default=16,
+    ap.add_argument("--type-channels", type=int, default=16, choices=(0, 16),
                     help="the variant whose network reads no op types (0)")
     ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
                     help="the training corpus (datasets: the variant 'whole corpus')")

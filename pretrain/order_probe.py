@@ -50,11 +50,13 @@ from pathlib import Path
 import numpy as np
 
 from gplace.gnn.config import FinetuneConfig
-from pretrain.domains import _commit, geomean
+from pretrain.domains import geomean
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 RECORDS = HERE / "order_probe.jsonl"
+RECORDS_COMMIT = "9397c8a"  # the code that made the probe's and the dispatch order's records
+                            # (the dispatch-policy records name their runs' commits in the prose)
 PAGE = HERE / "ORDER.md"
 CACHE = ROOT / "runs" / "order"
 PERTURB = 8
@@ -566,7 +568,7 @@ the best known placement as there (rerun); the best known step time and both net
 zero-shot reproduce the order probe's records in {same} of {len(recs)} cases.
 Records in pretrain/order_dispatch.jsonl, rebuilt by `nice .venv/bin/python -m
 pretrain.order_probe --dispatch` (runs what is missing, then this page), code at commit
-{_commit()}; the run took {wall:.0f} min of one core ({search:.0f} min of it the long searches
+{RECORDS_COMMIT}; the run took {wall:.0f} min of one core ({search:.0f} min of it the long searches
 for the best known placements), its fine-tuning rows (`--dispatch --finetune`, in the
 fine-tuning section above) {ft:.0f} min, 2-core machine, shared. Every time is simulated.
 
@@ -969,7 +971,7 @@ def main(argv=None) -> int:
         run_dispatch(args.limit, sys.stderr)
     elif not args.page_only:
         run(args.limit, sys.stderr)
-    write_page(_commit())
+    write_page(RECORDS_COMMIT)
     return 0
 
 

@@ -118,9 +118,12 @@ def _network_shape(cfg: PretrainConfig) -> PretrainConfig:
     if cfg.init_from is None:
         return cfg
     kw = GNNPolicy.load(cfg.init_from)[0].kwargs
-    base, mine = PretrainConfig(), (cfg.hidden_channels, cfg.num_layers)
-    theirs = (kw["hidden_channels"], kw["num_layers"])
-    if mine != (base.hidden_channels, base.num_layers) and mine != theirs:
-        raise ConfigError(f"--init {cfg.init_from} is a network of {theirs[0]} channels and "
-                          f"{theirs[1]} layers; leave out --hidden-channels and --num-layers")
-    return dataclasses.replace(cfg, hidden_channels=theirs[0], num_layers=theirs[1])
+    shape = ("hidden_channels", "num_layers", "type_channels")
+    base = PretrainConfig()
+    mine = tuple(getattr(cfg, k) for k in shape)
+    theirs = tuple(kw.get(k, getattr(base, k)) for k in shape)
+    if mine != tuple(getattr(base, k) for k in shape) and mine != theirs:
+        raise ConfigError(f"--init {cfg.init_from} is a network of {theirs[0]} channels, "
+                          f"{theirs[1]} layers and {theirs[2]} op-type channels; leave out "
+                          f"--hidden-channels, --num-layers and --type-channels")
+    return dataclasses.replace(cfg, **dict(zip(shape, theirs)))

@@ -135,4 +135,3 @@ def test_pyg_leaves_no_generated_module_in_the_temp_folder():
     files = [m.__file__ for n, m in sys.modules.items()
              if n.startswith("torch_geometric.") and "_propagate" in n]
     assert files and not any(os.path.exists(f) for f in files)
-

@@ -180,3 +180,14 @@ def test_a_round_without_experts_says_so_in_the_log_and_the_card():
     r = r._replace(experts_vs_heuristic=0.8)
     assert (r.experts_text(), _experts_figure(r)) == ("experts 0.8000x the best heuristic",
                                                       "0.8000")
+
+
+def test_init_takes_the_checkpoints_network_shape_op_types_included(tmp_path):
+    from gplace.cli.pretrain_cmd import _network_shape
+    from gplace.errors import ConfigError
+    from gplace.gnn.policy import GNNPolicy
+    GNNPolicy(hidden_channels=8, num_layers=1, type_channels=0).save(tmp_path / "p.pt")
+    cfg = _network_shape(PretrainConfig(init_from=str(tmp_path / "p.pt")))
+    assert (cfg.hidden_channels, cfg.num_layers, cfg.type_channels) == (8, 1, 0)
+    with pytest.raises(ConfigError, match="0 op-type channels"):
+        _network_shape(PretrainConfig(init_from=str(tmp_path / "p.pt"), type_channels=4))
