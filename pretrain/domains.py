@@ -106,12 +106,14 @@ class Variant(NamedTuple):
     head_hidden: int = 0      # the state head's width (0: the linear policy)
     corpus: str = "corpus139"  # the training corpus, a key of TRAIN_CORPORA
     type_channels: int = 16   # the op-type embedding's width (0: no op types)
+    train_orders: str = "policy"  # "both": imitation in both of the scheduler's orders
 
     @property
     def name(self) -> str:
         parts = [f"head {self.head_hidden}"] if self.head_hidden else []
         parts += ["whole corpus"] if self.corpus == "datasets" else []
         parts += ["no op types"] if self.type_channels == 0 else []
+        parts += ["both orders"] if self.train_orders == "both" else []
         return ", ".join(parts) or "linear"
 
     @property
@@ -119,7 +121,8 @@ class Variant(NamedTuple):
         """The variant's prefix in case keys and its runs/ folder ("" for the linear policy)."""
         return "-".join(([f"head{self.head_hidden}"] if self.head_hidden else [])
                         + (["whole"] if self.corpus == "datasets" else [])
-                        + (["notypes"] if self.type_channels == 0 else []))
+                        + (["notypes"] if self.type_channels == 0 else [])
+                        + (["both"] if self.train_orders == "both" else []))
 
 
 def run_folder(domain: str, variant: Variant) -> Path:
@@ -154,6 +157,7 @@ def pretrain(domain: str, steps: int, variant: Variant, log) -> Path:
            "--max-steps", str(steps), "--seed", str(SEED),
            "--head-hidden", str(variant.head_hidden),
            "--type-channels", str(variant.type_channels),
+           "--train-orders", variant.train_orders,
            "--out", str(out), "--no-progress",
            "--validate", "greedy"]  # the rule every policy of the records was chosen by
     print(f"domains: {domain}: {' '.join(cmd[1:])}", file=log, flush=True)
@@ -426,6 +430,11 @@ VARIANTS = {  # what each variant changes, for the page
   corpus139 has them and, for the other graphs, the experts of `gplace pretrain --corpus
   datasets --expert-from gplace/checkpoints/policy.pt --random-clusters 0` (400 samples from
   the shipped policy, which saw every domain, as the archived experts' searches did).""",
+    "both orders": """\
+- **both orders**, the order the policy is placed in (`--train-orders both`): zero-shot rolls
+  the policy out in HEFT's rank order and in the dispatch order, and the other variants
+  learn in the rank order only; here every other problem of a training step is imitated in
+  the dispatch order.""",
     "no op types": """\
 - **no op types**, what a family's op vocabulary teaches (`--type-channels 0`): the
   network reads each unit's numbers (FLOPs, bytes, depth, degree, ...) but not the histogram
@@ -441,6 +450,7 @@ UNTRAINED_COLUMN = {  # what the last column of the variants' table compares, pe
                     "measures how far the ft 100 figures move between runs",
     "head": "for the head, a network with more weights (the same function at the start, not "
             "during fine-tuning)",
+    "both orders": "for both orders, the same network",
     "no op types": "without op types, a network with fewer weights (the same function at "
                    "the start, not during fine-tuning)",
 }
@@ -583,13 +593,15 @@ def main(argv=None) -> int:
                     help="the variant with a state head of this width (0: the linear policy)")
     ap.add_argument("--type-channels", type=int, default=16, choices=(0, 16),
                     help="the variant whose network reads no op types (0)")
+    ap.add_argument("--train-orders", default="policy", choices=("policy", "both"),
+                    help="the variant that imitates in both of the scheduler's orders (both)")
     ap.add_argument("--corpus", default="corpus139", choices=list(TRAIN_CORPORA),
                     help="the training corpus (datasets: the variant 'whole corpus')")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
     args = ap.parse_args(argv)
     if not args.page_only:
-        run(args.domains, args.steps, Variant(args.head_hidden, args.corpus, args.type_channels),
-            sys.stderr)
+        variant = Variant(args.head_hidden, args.corpus, args.type_channels, args.train_orders)
+        run(args.domains, args.steps, variant, sys.stderr)
     write_page(load_records(), load_records(RANK_ORDER_RECORDS))
     return 0
 

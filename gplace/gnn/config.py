@@ -103,6 +103,9 @@ class PretrainConfig:
     order: str = "rank"            # the list scheduler's op order: HEFT's upward "rank" or
                                    # the simulator's "dispatch" order, in which the rollout's
                                    # schedule is the simulated one
+    train_orders: str = "policy"   # "policy": learn in the policy's order only; "both": every
+                                   # other problem of a step in the other order too (zero-shot
+                                   # rolls the policy out in both)
     seed: int = 0                  # problems, rollouts and expert searches; 0 <= seed < 2**32
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
                                    # one on ResNet-50
@@ -132,6 +135,8 @@ class PretrainConfig:
                 (self.type_channels < 0, "--type-channels must be >= 0"),
                 (self.head_hidden < 0, "--head-hidden must be >= 0"),
                 (self.order not in ORDERS, f"--order must be {' or '.join(ORDERS)}"),
+                (self.train_orders not in ("policy", "both"),
+                 "--train-orders must be policy or both"),
                 (self.validate not in VALIDATIONS,
                  f"--validate must be {' or '.join(VALIDATIONS)}"),
                 (self.threads < 1, "--threads must be >= 1"),

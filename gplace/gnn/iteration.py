@@ -262,8 +262,8 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
             raise ConfigError(f"{run_dir} holds a run that validates the greedy rollout; add "
                               f"--validate greedy to resume it, or give another --log-dir or "
                               f"--out, or remove it to start over")
-        # ... and read op types through a 16-channel embedding
-        before = {"validate": "greedy", "type_channels": 16}
+        # ... read op types through a 16-channel embedding and learned in one order
+        before = {"validate": "greedy", "type_channels": 16, "train_orders": "policy"}
         if json.dumps({**before, **theirs}, indent=1, sort_keys=True) != mine:
             raise ConfigError(f"{run_dir} holds a run of another configuration ({path}); give "
                               f"another --log-dir or --out, or remove it to start over")

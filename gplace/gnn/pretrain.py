@@ -19,6 +19,7 @@ Lightning gives checkpoints, CSV and TensorBoard logs, and DDP (``--devices``, `
 
 from __future__ import annotations
 
+import copy
 import functools
 import logging
 import sys
@@ -45,6 +46,7 @@ from gplace.gnn.infer import policy_weights, zero_shot
 from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
+from gplace.gnn.schedule import build_sched
 from gplace.io import read_checkpoint
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
@@ -119,6 +121,7 @@ class ProblemPool:
         self.names = [f"{e.name}@{c if isinstance(c, str) else f'random-{c}'}"
                       for e, c in self.specs]
         self.states: dict[int, ProblemState] = {}
+        self.others: dict[int, ProblemState] = {}  # other_order's
         self.saved_elites: dict[str, list] = {}
 
     def __len__(self) -> int:
@@ -137,6 +140,15 @@ class ProblemPool:
 
     def best_heuristic(self, i: int) -> float:
         return float(self.state(i).ref_time_s or np.inf)
+
+    def other_order(self, i: int) -> ProblemState:
+        """Problem ``i`` with its list scheduler in the order that is not the policy's (a
+        shallow copy: the same problem, features and elites as when it was made)."""
+        if i not in self.others:
+            st = self.state(i)
+            self.others[i] = copy.copy(st)
+            self.others[i].sched = build_sched(st.problem, not st.sched.dispatch)
+        return self.others[i]
 
     def elites(self) -> dict[str, list]:
         out = dict(self.saved_elites)
@@ -224,7 +236,8 @@ class PretrainModule(L.LightningModule):
     def training_step(self, batch, batch_idx: int):
         pool, cfg, step = self.trainer.datamodule.train, self.cfg.learn, self.step
         idx = self.batch_of(step, len(pool))
-        states = [pool.state(i) for i in idx]
+        states = [pool.state(i) if self.cfg.train_orders == "policy" or (step + j) % 2 == 0
+                  else pool.other_order(i) for j, i in enumerate(idx)]
         seeds = [int(np.random.default_rng([self.cfg.seed, step, j, 7]).integers(2**31))
                  for j in range(len(states))]
         # samples 0: imitation only (the elite cross-entropy), no rollouts to measure

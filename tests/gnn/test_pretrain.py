@@ -274,3 +274,14 @@ def test_lightning_keeps_its_device_lines_and_drops_its_advertisement(caplog, tm
     out = "\n".join(r.getMessage() for r in caplog.records)
     assert "GPU available" in out
     assert "litlogger" not in out
+
+
+def test_the_other_order_is_the_same_problem_scheduled_the_other_way(corpus):
+    from gplace.gnn.pretrain import ProblemPool
+    pool = ProblemPool(config(corpus, 2, random_clusters=0), "train", search=False)
+    st, other = pool.state(0), pool.other_order(0)
+    assert (st.sched.dispatch, other.sched.dispatch) == (False, True)
+    assert other.problem is st.problem and other.elites is st.elites
+    assert pool.other_order(0) is other
+    with pytest.raises(ConfigError, match="--train-orders"):
+        config(corpus, 2, train_orders="all")
