@@ -206,6 +206,7 @@ def add_ablation(log) -> None:
     """ABLATION's columns for the small records that lack them; the record file is rewritten
     (atomically) after each case."""
     from gplace.io import atomic_write_text
+    from pretrain.domains import _commit as commit
     keys = {k for k, r in load_records().items() if k.startswith("small ")
             and r["units"] >= MIN_UNITS and not all(c in r for c in ABLATION)}
     for name, make in small_graphs(log):
@@ -218,22 +219,13 @@ def add_ablation(log) -> None:
             t0 = time.perf_counter()
             cols = ablation(graph, cluster_name)
             records = load_records()
-            records[key].update(cols, ablation_commit=_commit(),
+            records[key].update(cols, ablation_commit=commit(),
                                 ablation_wall_s=time.perf_counter() - t0)
             atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
                                                for r in records.values()))
             print(f"{key}: ft 100 pretrained / untrained "
                   f"{geomean(cols[ABLATION[0]]) / geomean(cols[ABLATION[1]]):.3f}", file=log,
                   flush=True)
-
-
-def _commit() -> str:
-    import subprocess
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, check=True,
-                              capture_output=True, text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
 
 
 def run(time_limit: float, log) -> None:
