@@ -56,6 +56,8 @@ def main(argv=None) -> None:
     ap.add_argument("--order", choices=ORDERS, default="rank",
                     help="the list scheduler's order of the problems and the checkpoints")
     args = ap.parse_args(argv)
+    if args.random_clusters != 2 and not args.card:
+        ap.error("--random-clusters picks the card's problems: give --card too")
     torch.set_num_threads(1)
     pols = {p: GNNPolicy(order=args.order) if p == 'untrained' else GNNPolicy.load(p)[0]
             for p in args.checkpoints}
