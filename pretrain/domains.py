@@ -203,6 +203,30 @@ def search(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
     return rec
 
 
+PRIOR = ("held-out zero-shot, +prior", "held-out ft 100, +prior",
+         "untrained zero-shot, +prior", "untrained ft 100, +prior")
+
+
+def with_prior(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
+    """The PRIOR columns of one held-out case and seed: zero-shot and ft 100 of the held-out
+    policy and of its untrained network when zero-shot also rolls out the untrained network's
+    scores in the dispatch order (FinetuneConfig.zero_shot_prior)."""
+    from finetune.study import build_case
+    from gplace.gnn.config import FinetuneConfig
+    from gplace.gnn.corpus import list_corpus
+    from gplace.gnn.placer import GNNPlacer
+    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
+    problem, m, _, _ = build_case(entry, cluster)
+    nets, out = networks(policy_path, seed), {}
+    for tag in ("held-out", "untrained"):
+        r = GNNPlacer(seed=seed, policy=nets[tag],
+                      config=FinetuneConfig(zero_shot_prior=True)).place(problem, m, 100)
+        zero = r.info["zero_shot_step_time_s"]
+        out[f"{tag} zero-shot, +prior"] = zero
+        out[f"{tag} ft 100, +prior"] = float(min(zero, r.step_time_s))
+    return out
+
+
 def networks(policy_path: Path, seed: int) -> dict:
     import torch
     from gplace.gnn.placer import load_policy
@@ -279,7 +303,8 @@ def policy_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
-EXTRA = {"search": (SEARCH, search)}  # columns of the linear policy's records only
+EXTRA = {"search": (SEARCH, search),  # columns of the linear policy's records only
+         "prior": (PRIOR, with_prior)}
 
 
 def case_key(domain: str, graph: str, cluster: str, seed: int,

@@ -201,7 +201,7 @@ def _write(entry: Path, weights: PolicyWeights) -> None:
 
 # ---- zero-shot placement --------------------------------------------------------------------
 def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
-                 both_orders: bool = True) -> np.ndarray:
+                 both_orders: bool = True, prior: ScoresNp | None = None) -> np.ndarray:
     """The best of the greedy rollout and ``rollouts`` sampled ones (in chunks of 16) by a list
     schedule's makespan estimate; nothing is measured. With ``both_orders`` the list scheduler
     runs in HEFT's rank order (sampling seeds ``[seed, chunk, 17]``) and in the simulator's
@@ -209,9 +209,14 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     ranked by the dispatch-order estimate, which follows the simulator (pretrain/ORDER.md:
     1.001x on the best known placements, where the rank-order estimate is 1.155x): the
     rank-order ones are replayed (FORCED) in dispatch order to get it. Without it, only
-    ``sched``'s own order and its own estimate."""
+    ``sched``'s own order and its own estimate. ``prior`` (with ``both_orders``): as many
+    rollouts again of these scores in the order that is not ``sched``'s (seeds ``[seed, chunk,
+    23]``)."""
     judge = sched._replace(dispatch=True) if both_orders else sched
-    scheds = ((sched._replace(dispatch=False), 17), (judge, 19)) if both_orders else ((sched, 17),)
+    runs = ([(sched._replace(dispatch=False), 17, sc), (judge, 19, sc)] if both_orders
+            else [(sched, 17, sc)])
+    if both_orders and prior is not None:
+        runs.append((sched._replace(dispatch=not sched.dispatch), 23, prior))
     best, best_est = None, np.inf
 
     def estimate(a, ro) -> np.ndarray:
@@ -219,15 +224,15 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
             return ro.estimate_s
         return rollout(judge, sc.s, sc.w, FORCED, forced=ro.placements, head=sc.head).estimate_s
 
-    for a, tail in scheds:
-        greedy_ro = rollout(a, sc.s, sc.w, GREEDY, head=sc.head)
+    for a, tail, o in runs:
+        greedy_ro = rollout(a, o.s, o.w, GREEDY, head=o.head)
         est = estimate(a, greedy_ro)[0]
         if best is None or est < best_est:  # the greedy rollout even where no estimate is finite
             best, best_est = greedy_ro.placements[0], est
         left, chunk = rollouts, 0
         while left > 0:  # in chunks: the rollouts' decision features take memory
             count, chunk_seed = min(left, 16), [seed, chunk, tail]
-            ro = rollout(a, sc.s, sc.w, SAMPLE, count=count, seed=chunk_seed, head=sc.head)
+            ro = rollout(a, o.s, o.w, SAMPLE, count=count, seed=chunk_seed, head=o.head)
             est = estimate(a, ro)
             k = int(np.argmin(est))
             if est[k] < best_est:
@@ -241,7 +246,21 @@ def zero_shot(weights: PolicyWeights, features, sched, seed: int,
     """The zero-shot placement of a problem (its ``features`` and scheduler arrays ``sched``):
     :func:`best_rollout` under the numpy scores at the fine-tuning temperature."""
     sc = as_float64(tempered(scores(weights, features), config.learn.temperature))
-    return best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders)
+    prior = None
+    if config.zero_shot_prior:
+        prior = as_float64(tempered(prior_scores(weights, *sc.s.shape), config.learn.temperature))
+    return best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders,
+                        prior)
+
+
+def prior_scores(weights: PolicyWeights, units: int, devices: int) -> ScoresNp:
+    """The untrained network's scores, whatever its encoder's weights: no static preference,
+    and the decision weights' initial value (each unit to the device where it finishes
+    first; GNNPolicy's w0)."""
+    from gplace.gnn.schedule import DYN_FEATURES, UNIT_EFT
+    w = np.zeros((units, DYN_FEATURES), np.float32)
+    w[:, UNIT_EFT] = -np.float32(weights.kwargs.get("scale", 10.0))
+    return ScoresNp(np.zeros((units, devices), np.float32), w, None)
 
 
 def policy_weights(policy) -> PolicyWeights:
