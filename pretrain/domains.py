@@ -515,6 +515,44 @@ of the two searches on {at_most} of {len(rs)} cases. {len(rs)} cases, code at co
 """
 
 
+PRIOR_RATIOS = (
+    ("held-out / untrained, ft 100", "held-out ft 100", "untrained ft 100"),
+    ("the same, +prior", "held-out ft 100, +prior", "untrained ft 100, +prior"),
+    ("held-out / untrained, zero-shot", "held-out zero-shot", "untrained zero-shot"),
+    ("the same, +prior", "held-out zero-shot, +prior", "untrained zero-shot, +prior"),
+    ("held-out zero-shot / best heuristic", "held-out zero-shot", "best heuristic"),
+    ("the same, +prior", "held-out zero-shot, +prior", "best heuristic"),
+    ("held-out ft 100, +prior / without", "held-out ft 100, +prior", "held-out ft 100"),
+)
+
+
+def prior_section(linear: list[dict]) -> str:
+    """Zero-shot with the untrained network's rollouts in the dispatch order too, on the
+    cases that have the PRIOR columns."""
+    rs = [r for r in linear if all(c in r for c in PRIOR)]
+    if not rs:
+        return ""
+    out = ["| held out | cases | " + " | ".join(c for c, _, _ in PRIOR_RATIOS) + " |",
+           "|---|---|" + "---|" * len(PRIOR_RATIOS)]
+    for name, group in groups(rs):
+        out.append(f"| {name} | {len(group)} | " + " | ".join(
+            f"{geomean(r[a] / r[b] for r in group):.3f}" for _, a, b in PRIOR_RATIOS) + " |")
+    commits = ", ".join(sorted({r["prior_commit"] for r in rs}))
+    return f"""
+## Zero-shot with the untrained network's rollouts in the dispatch order too
+
+Every policy here learned in HEFT's rank order; zero-shot also rolls it out in the dispatch
+order, where its weights are out of distribution. With `FinetuneConfig.zero_shot_prior`
+(not the default) zero-shot adds as many rollouts again of the untrained network's scores in
+the dispatch order (each group to the device where it finishes first), for both arms: the
+untrained arm's extra rollouts are its own scores with other seeds. "+prior" columns: with
+it; the others: today's rule, as above. {len(rs)} cases, code at commit {commits}. What
+it does where the corpus has relatives (`python -m pretrain.wide_validation
+--zero-shot-prior`) is on finetune/HISTORY.md.
+
+""" + "\n".join(out) + "\n"
+
+
 def commits_of(records: list[dict]) -> str:
     return ", ".join(sorted({r.get("commit", RECORDS_COMMIT) for r in records}))
 
@@ -591,6 +629,7 @@ delete a line to rerun its case), code at commit {commits_of(linear)}.
 Pretrained without the domain, the policy is {gain(linear, 'ft 100'):.3f}x its untrained
 network at 100 samples and {gain(linear, 'zero-shot'):.3f}x zero-shot on the domain.{then}
 {search_section(linear)}
+{prior_section(linear)}
 {"## Variants against the linear policy" + chr(10) * 2 + variant_prose(records) + variants
  + chr(10)
  if variants else ""}

@@ -15,7 +15,7 @@ import argparse
 import numpy as np
 import torch
 
-from gplace.gnn.config import ORDERS, PretrainConfig
+from gplace.gnn.config import ORDERS, FinetuneConfig, PretrainConfig
 from gplace.gnn.corpus import list_corpus
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.policy import GNNPolicy
@@ -53,6 +53,9 @@ def main(argv=None) -> None:
     ap.add_argument("--random-clusters", type=int, default=2,
                     help="with --card: the random clusters per training graph of the run (0: "
                          "the 18 preset problems)")
+    ap.add_argument("--zero-shot-prior", action="store_true",
+                    help="zero-shot also rolls out the untrained network's scores in the other "
+                         "order (FinetuneConfig.zero_shot_prior)")
     ap.add_argument("--order", choices=ORDERS, default="rank",
                     help="the list scheduler's order of the problems and the checkpoints")
     args = ap.parse_args(argv)
@@ -65,11 +68,12 @@ def main(argv=None) -> None:
         ap.error(f"the problems are built in the {args.order} order: give checkpoints of that "
                  "order (--order)")
     weights = {p: policy_weights(pol) for p, pol in pols.items()}
+    config = FinetuneConfig(zero_shot_prior=args.zero_shot_prior)
     res = {p: ([], []) for p in pols}
     for st in states(args.card, args.order, args.random_clusters):
         for p, pol in pols.items():
             res[p][0].append(greedy_time(pol, st) / st.ref_time_s)
-            res[p][1].append(zero_shot_time(weights[p], st) / st.ref_time_s)
+            res[p][1].append(zero_shot_time(weights[p], st, config) / st.ref_time_s)
     for p, (g, z) in res.items():
         g, z = np.array(g), np.array(z)
         print(f"{p:50s} greedy {np.exp(np.log(g).mean()):.4f} (<=1: {(g <= 1 + 1e-9).mean():.2f})"

@@ -301,11 +301,11 @@ def greedy_time(policy: GNNPolicy, state: ProblemState) -> float:
     return _step_time(state, greedy(policy, state))
 
 
-def zero_shot_time(weights, state: ProblemState) -> float:
+def zero_shot_time(weights, state: ProblemState, config: FinetuneConfig | None = None) -> float:
     """Step time of the zero-shot placement `gplace place` makes with its default seed and
-    configuration (inf if it does not fit)."""
+    ``config`` (default: its default one; inf if it does not fit)."""
     return _step_time(state, zero_shot(weights, state.numpy_features, state.sched, 0,
-                                       FinetuneConfig()))
+                                       config or FinetuneConfig()))
 
 
 def _step_time(state: ProblemState, placement: np.ndarray) -> float:
