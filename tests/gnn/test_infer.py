@@ -179,3 +179,27 @@ def test_zero_shot_place_imports_no_torch_once_the_weights_are_cached(tmp_path):
             "print('torch' in sys.modules, 'matplotlib' in sys.modules, file=sys.stderr)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stderr.strip().splitlines()[-1] == "False False"
+
+
+def test_the_prior_is_the_untrained_networks_scores_and_only_adds_candidates():
+    """prior_scores are an untrained network's scores, whatever its seed; zero-shot with
+    zero_shot_prior picks from a superset of the candidates, by the same estimate."""
+    from gplace.gnn.schedule import FORCED
+    problem = list(problems())[1]
+    f = problem_features(problem)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        w = infer.policy_weights(GNNPolicy())
+        sc = infer.scores(w, f)
+        prior = infer.prior_scores(w, problem.num_units, problem.num_devices)
+        np.testing.assert_array_equal(sc.s, prior.s)
+        np.testing.assert_array_equal(sc.w, prior.w)
+    weights = infer.load_weights()
+    sc = infer.as_float64(infer.tempered(infer.scores(weights, f), 0.25))
+    judge = build_sched(problem, True)
+
+    def estimate(placement) -> float:
+        return rollout(judge, sc.s, sc.w, FORCED, forced=placement[None]).estimate_s[0]
+    plain, more = (infer.zero_shot(weights, f, build_sched(problem), 0,
+                                   FinetuneConfig(zero_shot_prior=p)) for p in (False, True))
+    assert estimate(more) <= estimate(plain)
