@@ -186,7 +186,8 @@ def ablation(graph, cluster_name: str) -> dict[str, list[float]]:
     import torch
     from gplace.cluster import load_cluster
     from gplace.cost import CostModel
-    from gplace.gnn.placer import GNNPlacer, load_policy
+    from finetune.study import without_heuristics
+    from gplace.gnn.placer import load_policy
     from gplace.gnn.policy import GNNPolicy
     from gplace.placers import SimMeasurer
     from gplace.problem import PlacementProblem
@@ -197,8 +198,7 @@ def ablation(graph, cluster_name: str) -> dict[str, list[float]]:
     for seed in ABLATION_SEEDS:
         torch.manual_seed(seed)
         for column, net in zip(ABLATION, (shipped, GNNPolicy(**shipped.kwargs))):
-            r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
-            out[column].append(float(min(r.step_time_s, r.info["zero_shot_step_time_s"])))
+            out[column].append(without_heuristics(problem, m, net, seed)["ft 100"])
     return out
 
 

@@ -105,14 +105,21 @@ def with_heuristics(problem, m, heur, net, seed: int, tag: str = "") -> dict[str
     return {f"{tag}ft 100 +h": float(curve[99]), f"{tag}ft 300 +h": float(curve[-1])}
 
 
+def without_heuristics(problem, m, net, seed: int, tag: str = "",
+                       config=None) -> dict[str, float]:
+    """``zero-shot`` and ``ft 100``: one 100-sample fine-tuning run without heuristic starts
+    (``config``: its FinetuneConfig, default the default one), its zero-shot placement and the
+    better of that and its samples."""
+    from gplace.gnn.placer import GNNPlacer
+    r = GNNPlacer(seed=seed, policy=net, config=config).place(problem, m, 100)
+    zero = r.info["zero_shot_step_time_s"]
+    return {f"{tag}zero-shot": zero, f"{tag}ft 100": float(min(zero, r.step_time_s))}
+
+
 def gnn_runs(problem, m, heur, net, seed: int, tag: str = "") -> dict[str, float]:
     """One network's fine-tuning rows for one seed (``tag`` "untrained ": a fresh one)."""
-    from gplace.gnn.placer import GNNPlacer
-    rows = with_heuristics(problem, m, heur, net, seed, tag)
-    alone = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
-    rows[f"{tag}zero-shot"] = alone.info["zero_shot_step_time_s"]
-    rows[f"{tag}ft 100"] = float(min(alone.step_time_s, rows[f"{tag}zero-shot"]))
-    return rows
+    return {**with_heuristics(problem, m, heur, net, seed, tag),
+            **without_heuristics(problem, m, net, seed, tag)}
 
 
 def untrained_key(policy, seed: int) -> str:

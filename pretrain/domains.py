@@ -170,9 +170,8 @@ def pretrain(domain: str, steps: int, variant: Variant, log) -> Path:
 
 def evaluate(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
     """Every figure of the module docstring for one held-out case and seed."""
-    from finetune.study import build_case
+    from finetune.study import build_case, without_heuristics
     from gplace.gnn.corpus import list_corpus
-    from gplace.gnn.placer import GNNPlacer
     entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
     problem, m, heur, bound = build_case(entry, cluster)
     feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
@@ -180,9 +179,7 @@ def evaluate(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
            "units": problem.num_units, "best heuristic": min(feasible.values()),
            "lower bound": bound}
     for tag, net in networks(policy_path, seed).items():
-        r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
-        zero = r.info["zero_shot_step_time_s"]
-        rec[f"{tag} zero-shot"], rec[f"{tag} ft 100"] = zero, float(min(zero, r.step_time_s))
+        rec.update(without_heuristics(problem, m, net, seed, f"{tag} "))
     return rec
 
 
@@ -211,19 +208,16 @@ def with_prior(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
     """The PRIOR columns of one held-out case and seed: zero-shot and ft 100 of the held-out
     policy and of its untrained network when zero-shot also rolls out the untrained network's
     scores in the dispatch order (FinetuneConfig.zero_shot_prior)."""
-    from finetune.study import build_case
+    from finetune.study import build_case, without_heuristics
     from gplace.gnn.config import FinetuneConfig
     from gplace.gnn.corpus import list_corpus
-    from gplace.gnn.placer import GNNPlacer
     entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
     problem, m, _, _ = build_case(entry, cluster)
     nets, out = networks(policy_path, seed), {}
     for tag in ("held-out", "untrained"):
-        r = GNNPlacer(seed=seed, policy=nets[tag],
-                      config=FinetuneConfig(zero_shot_prior=True)).place(problem, m, 100)
-        zero = r.info["zero_shot_step_time_s"]
-        out[f"{tag} zero-shot, +prior"] = zero
-        out[f"{tag} ft 100, +prior"] = float(min(zero, r.step_time_s))
+        rows = without_heuristics(problem, m, nets[tag], seed, f"{tag} ",
+                                  FinetuneConfig(zero_shot_prior=True))
+        out.update({f"{k}, +prior": v for k, v in rows.items()})
     return out
 
 
