@@ -1,9 +1,10 @@
 """Validation figures of policy checkpoints: the greedy rollout and the zero-shot placement
-`gplace place` makes (gplace.gnn.pretrain.zero_shot_time), each against the problem's best
-heuristic, geometric mean. By default on a wider set than pretraining's 24 problems: the 6
-validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random clusters used nowhere
-else (48 problems; pretrain/README.md quotes it); ``--card``: the 24 problems a `gplace
-pretrain` card with the default corpus and clusters validates on. Checkpoints of the rank
+by the policy's own rollouts, as pretraining validates (gplace.gnn.pretrain.zero_shot_time;
+``--zero-shot-prior``: with the untrained network's too, as `gplace place`), each against the
+problem's best heuristic, geometric mean. By default on a wider set than pretraining's 24
+problems: the 6 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random
+clusters used nowhere else (48 problems; pretrain/README.md quotes it); ``--card``: the 24
+problems a `gplace pretrain` card with the default corpus and clusters validates on. Checkpoints of the rank
 order (every shipped one). Simulated: estimates.
 
     .venv/bin/python -m pretrain.wide_validation untrained gplace/checkpoints/policy.pt
@@ -55,7 +56,7 @@ def main(argv=None) -> None:
                          "the 18 preset problems)")
     ap.add_argument("--zero-shot-prior", action="store_true",
                     help="zero-shot also rolls out the untrained network's scores in the other "
-                         "order (FinetuneConfig.zero_shot_prior)")
+                         "order, as `gplace place` (FinetuneConfig.zero_shot_prior)")
     ap.add_argument("--order", choices=ORDERS, default="rank",
                     help="the list scheduler's order of the problems and the checkpoints")
     args = ap.parse_args(argv)

@@ -27,8 +27,9 @@ def validation_rows(run: Path) -> list[tuple[int, float, float, float]]:
     return [(s, *figures) for s, figures in sorted(rows.items())]
 
 
-VALIDATED = {"zero-shot": "zero-shot placement `gplace place` starts from (the best of the "
-                          "greedy and sampled rollouts in both of the list scheduler's orders)",
+VALIDATED = {"zero-shot": "zero-shot placement by the policy's own rollouts (the best of the "
+                          "greedy and sampled rollouts in both of the list scheduler's orders; "
+                          "`gplace place` adds the untrained network's)",
              "greedy": "greedy placement (the greedy rollout in the policy's order)"}
 
 

@@ -165,9 +165,11 @@ class FinetuneConfig:
     zero_shot_both_orders: bool = True  # zero-shot rolls out in HEFT's rank order and the
                                  # simulator's dispatch order (gplace.gnn.infer.best_rollout);
                                  # False: the policy's own order and its own estimate
-    zero_shot_prior: bool = False  # with both orders: as many rollouts again of the untrained
+    zero_shot_prior: bool = True  # with both orders: as many rollouts again of the untrained
                                  # network's scores (each unit to the device where it
                                  # finishes first) in the order the policy was not trained in
+                                 # (pretrain/DOMAINS.md: removes the negative transfer on
+                                 # domains the corpus lacks)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
 

@@ -6,9 +6,10 @@ groups), over the preset clusters and over random clusters (gplace.gnn.random_cl
 training step takes ``problems_per_step`` of them, rolls out K placements each, simulates them
 in one batch per problem and applies :mod:`gplace.gnn.learn` (rewards relative to the problem's
 best heuristic). Elite sets start with the heuristics' placements and keep the best samples.
-Validation: each validation problem's zero-shot placement, the one ``gplace place`` starts
-from (the best of the greedy and sampled rollouts in both of the list scheduler's orders,
-gplace.gnn.infer.best_rollout), and its greedy rollout in the policy's order alone, against
+Validation: each validation problem's zero-shot placement by the policy's own rollouts
+(VALIDATION_RULE: the best of the greedy and sampled rollouts in both of the list scheduler's
+orders, gplace.gnn.infer.best_rollout; ``gplace place`` adds the untrained network's rollouts,
+the same for every checkpoint), and its greedy rollout in the policy's order alone, against
 its best heuristic, as geometric means; the share at or below it. ``validate`` says which of
 the two picks the checkpoint (and, in expert iteration, the round).
 
@@ -301,11 +302,15 @@ def greedy_time(policy: GNNPolicy, state: ProblemState) -> float:
     return _step_time(state, greedy(policy, state))
 
 
-def zero_shot_time(weights, state: ProblemState, config: FinetuneConfig | None = None) -> float:
-    """Step time of the zero-shot placement `gplace place` makes with its default seed and
-    ``config`` (default: its default one; inf if it does not fit)."""
-    return _step_time(state, zero_shot(weights, state.numpy_features, state.sched, 0,
-                                       config or FinetuneConfig()))
+# what validation measures: the policy's own zero-shot rollouts (without the untrained
+# network's, which are the same for every checkpoint and would hide the differences between them)
+VALIDATION_RULE = FinetuneConfig(zero_shot_prior=False)
+
+
+def zero_shot_time(weights, state: ProblemState, config: FinetuneConfig = VALIDATION_RULE) -> float:
+    """Step time of the zero-shot placement with ``gplace place``'s default seed under ``config``
+    (default: the validation's rule; inf if it does not fit)."""
+    return _step_time(state, zero_shot(weights, state.numpy_features, state.sched, 0, config))
 
 
 def _step_time(state: ProblemState, placement: np.ndarray) -> float:
