@@ -31,10 +31,9 @@ for the other graphs, those of ``gplace pretrain --corpus datasets --random-clus
 --expert-from gplace/checkpoints/policy.pt``.
 
 Runs live in runs/domains/<variant>/<domain>/ (rerun to resume); records go to
-pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. The records of
-pretrain/domains_rank_order.jsonl were made when zero-shot was the best of rollouts in HEFT's
-rank order alone (pretrain.order_probe.RULE); the page keeps them, with the variants measured
-then, in a section of their own. Every step time is simulated.
+pretrain/domains.jsonl, one per finished case; the page is pretrain/DOMAINS.md. The page keeps
+the records of earlier zero-shot rules (ARCHIVES), with the variants measured then, each in a
+section of its own. Every step time is simulated.
 """
 
 from __future__ import annotations
@@ -57,6 +56,7 @@ CORPUS = HERE / "corpus139"  # the held-out cases come from its manifest, for ev
 TRAIN_CORPORA = {"corpus139": CORPUS, "datasets": ROOT / "datasets"}
 RUNS = ROOT / "runs" / "domains"
 RECORDS = HERE / "domains.jsonl"
+NO_PRIOR_RECORDS = HERE / "domains_no_prior.jsonl"  # zero-shot: the policy's rollouts alone
 RANK_ORDER_RECORDS = HERE / "domains_rank_order.jsonl"  # zero-shot in HEFT's rank order alone
 RECORDS_COMMIT = "f347844"  # the code that made the records without a "commit" field
 PAGE = HERE / "DOMAINS.md"
@@ -200,27 +200,6 @@ def search(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
     return rec
 
 
-PRIOR = ("held-out zero-shot, +prior", "held-out ft 100, +prior",
-         "untrained zero-shot, +prior", "untrained ft 100, +prior")
-
-
-def with_prior(row: dict, cluster: str, seed: int, policy_path: Path) -> dict:
-    """The PRIOR columns of one held-out case and seed: zero-shot and ft 100 of the held-out
-    policy and of its untrained network when zero-shot also rolls out the untrained network's
-    scores in the dispatch order (FinetuneConfig.zero_shot_prior)."""
-    from finetune.study import build_case, without_heuristics
-    from gplace.gnn.config import FinetuneConfig
-    from gplace.gnn.corpus import list_corpus
-    entry = next(e for e in list_corpus(CORPUS) if e.name == row["name"])
-    problem, m, _, _ = build_case(entry, cluster)
-    nets, out = networks(policy_path, seed), {}
-    for tag in ("held-out", "untrained"):
-        rows = without_heuristics(problem, m, nets[tag], seed, f"{tag} ",
-                                  FinetuneConfig(zero_shot_prior=True))
-        out.update({f"{k}, +prior": v for k, v in rows.items()})
-    return out
-
-
 def networks(policy_path: Path, seed: int) -> dict:
     import torch
     from gplace.gnn.placer import load_policy
@@ -297,8 +276,7 @@ def policy_digest(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
 
 
-EXTRA = {"search": (SEARCH, search),  # columns of the linear policy's records only
-         "prior": (PRIOR, with_prior)}
+EXTRA = {"search": (SEARCH, search)}  # columns of the linear policy's records only
 
 
 def case_key(domain: str, graph: str, cluster: str, seed: int,
@@ -509,47 +487,6 @@ of the two searches on {at_most} of {len(rs)} cases. {len(rs)} cases, code at co
 """
 
 
-PRIOR_RATIOS = (
-    ("held-out / untrained, ft 100", "held-out ft 100", "untrained ft 100"),
-    ("the same, +prior", "held-out ft 100, +prior", "untrained ft 100, +prior"),
-    ("held-out / untrained, zero-shot", "held-out zero-shot", "untrained zero-shot"),
-    ("the same, +prior", "held-out zero-shot, +prior", "untrained zero-shot, +prior"),
-    ("held-out zero-shot / best heuristic", "held-out zero-shot", "best heuristic"),
-    ("the same, +prior", "held-out zero-shot, +prior", "best heuristic"),
-    ("held-out ft 100, +prior / without", "held-out ft 100, +prior", "held-out ft 100"),
-)
-
-
-def prior_section(linear: list[dict]) -> str:
-    """Zero-shot with the untrained network's rollouts in the dispatch order too, on the
-    cases that have the PRIOR columns."""
-    rs = [r for r in linear if all(c in r for c in PRIOR)]
-    if not rs:
-        return ""
-    out = ["| held out | cases | " + " | ".join(c for c, _, _ in PRIOR_RATIOS) + " |",
-           "|---|---|" + "---|" * len(PRIOR_RATIOS)]
-    for name, group in groups(rs):
-        out.append(f"| {name} | {len(group)} | " + " | ".join(
-            f"{geomean(r[a] / r[b] for r in group):.3f}" for _, a, b in PRIOR_RATIOS) + " |")
-    commits = ", ".join(sorted({r["prior_commit"] for r in rs}))
-    return f"""
-## Zero-shot with the untrained network's rollouts in the dispatch order too
-
-Every policy here learned in HEFT's rank order; zero-shot also rolls it out in the dispatch
-order, where its weights are out of distribution. With `FinetuneConfig.zero_shot_prior`
-(not the default) zero-shot adds as many rollouts again of the untrained network's scores in
-the dispatch order (each group to the device where it finishes first), for both arms: the
-untrained arm's extra rollouts are its own scores with other seeds. "+prior" columns: with
-it; the others: today's rule, as above. {len(rs)} cases, code at commit {commits}. What
-it does where the corpus has relatives (`python -m pretrain.wide_validation
---zero-shot-prior`) is on finetune/HISTORY.md. Not measured with it: `ft 300 +h` against
-local search, and the test split. Against the untrained network it removes the negative
-transfer of attention and recommendation; it does not make the pretrained weights carry
-(0.984 at 100 samples, where the bar is 0.92).
-
-""" + "\n".join(out) + "\n"
-
-
 def commits_of(records: list[dict]) -> str:
     return ", ".join(sorted({r.get("commit", RECORDS_COMMIT) for r in records}))
 
@@ -559,38 +496,66 @@ def gain(records: list[dict], column: str) -> float:
     return geomean(r[f"held-out {column}"] / r[f"untrained {column}"] for r in records)
 
 
-def write_page(records: list[dict], before: list[dict] = ()) -> None:
-    """The page from the records of today's code and, in a section of their own, those made
-    when zero-shot used HEFT's rank order alone (``before``, with their variants)."""
+ARCHIVES = (  # (records, section title, the rule in a phrase, what the section says first)
+    (NO_PRIOR_RECORDS, "Before the untrained network's rollouts",
+     "with the policy's rollouts alone", """\
+The records of pretrain/domains_no_prior.jsonl (code at commit {commits}), made when zero-shot
+rolled out the policy alone in both orders (today's rule without
+`FinetuneConfig.zero_shot_prior`), with the same held-out policies (runs/domains/). Every
+policy here learned in HEFT's rank order, and in the dispatch order its weights are out of
+distribution: there the pretrained policy placed attention and recommendation worse than its
+untrained network. Adding the untrained network's scores in the dispatch order removed that
+(the section above); the "+prior" fields of these records are today's rule, measured then on
+the same cases."""),
+    (RANK_ORDER_RECORDS, "Before the two-order zero-shot",
+     "with zero-shot in HEFT's rank order alone", """\
+The records of pretrain/domains_rank_order.jsonl (code at commit {commits}), made when
+zero-shot was the best of the greedy and 64 sampled rollouts in HEFT's rank order by that
+schedule's own estimate (pretrain.order_probe.RULE), with the held-out policies' first
+training. runs/ is not kept, so the policies of the sections above were pretrained again by the
+same command on another machine and day; under the rule before, the smallest case of each
+domain (seed 0) placed zero-shot at 0.988-1.007x its time here (1 of 4 identical: torch's last
+bits and the numpy forward move near-tied decisions)."""),
+)
+
+
+def archive_section(records: list[dict], title: str, prose: str) -> str:
+    """An earlier rule's records: the summary, local search where measured, the variants."""
+    linear = [r for r in records if r["variant"] == "linear"]
+    searched = [r for r in linear if all(c in r for c in SEARCH)]
+    variants = variant_table(records)
+    return (f"## {title}\n\n{prose.format(commits=commits_of(linear))}\n\n"
+            f"{summary_table(linear)}\n\n"
+            + (f"### Against local search\n\n{search_table(searched)}\n\n" if searched else "")
+            + (f"### Variants against the linear policy\n\n{variant_prose(records)}"
+               f"{variants}\n\n" if variants else ""))
+
+
+def write_page(records: list[dict], archives: list[list[dict]] = ()) -> None:
+    """The page from the records of today's code and, each in a section of its own, those of
+    ARCHIVES (``archives``: their records, in that order, with their variants)."""
+    import textwrap
     from gplace.gnn.config import FinetuneConfig
     from gplace.io import atomic_write_text
     linear = [r for r in records if r["variant"] == "linear"]
     if not linear:
         return
     variants = variant_table(records)
-    old = [r for r in before if r["variant"] == "linear"]
-    old_variants = variant_table(list(before))
     domains = "\n".join(f"- **{d}**: {', '.join(f)}" for d, f in DOMAINS.items())
     steps = sorted({r["steps"] for r in linear})
     k = FinetuneConfig().zero_shot_rollouts
-    then = before_section = ""
-    if old:
-        then = (f"\nWith zero-shot in HEFT's rank order alone (the section below) these were "
-                f"{gain(old, 'ft 100'):.3f}x and {gain(old, 'zero-shot'):.3f}x.")
-        before_section = f"""## Before the two-order zero-shot
-
-The records of pretrain/domains_rank_order.jsonl (code at commit {commits_of(old)}), made
-when zero-shot was the best of the greedy and 64 sampled rollouts in HEFT's rank order by that
-schedule's own estimate (pretrain.order_probe.RULE), with the held-out policies' first
-training. runs/ is not kept, so the policies of the section above were pretrained again by the
-same command on another machine and day; under the rule before, the smallest case of each
-domain (seed 0) placed zero-shot at 0.988-1.007x its time here (1 of 4 identical: torch's last
-bits and the numpy forward move near-tied decisions).
-
-{summary_table(old)}
-
-""" + ("### Variants against the linear policy\n\n" + variant_prose(before) + old_variants + "\n"
-       if old_variants else "")
+    then, sections = [], []
+    for old, (_, title, rule, prose) in zip(archives, ARCHIVES):
+        old_linear = [r for r in old if r["variant"] == "linear"]
+        if old_linear:
+            then.append(f"{rule} (\"{title}\" below), {gain(old_linear, 'ft 100'):.3f}x and "
+                        f"{gain(old_linear, 'zero-shot'):.3f}x")
+            sections.append(archive_section(old, title, prose))
+    gains = textwrap.fill(
+        f"Pretrained without the domain, the policy is {gain(linear, 'ft 100'):.3f}x its "
+        f"untrained network at 100 samples and {gain(linear, 'zero-shot'):.3f}x zero-shot on the "
+        "domain." + (" It was " + "; ".join(then) + "." if then else ""), 96)
+    before_section = "".join(sections)
     text = f"""# Leave one domain out
 
 Does pretraining carry to architectures the corpus does not have? Each domain below is held
@@ -605,16 +570,18 @@ Budget, smaller than the shipped policy's: one round imitating the archived expe
 (pretrain/corpus139/experts.npz) on the preset clusters only, {', '.join(map(str, steps))}
 steps (the shipped round: 1,600 steps, with random clusters), the checkpoint chosen by the
 greedy rollout's validation figure (`--validate greedy`, the rule of every record here).
-Cases: the median-sized graph of each of the domain's families (at most {EVAL_MAX_OPS:,} ops, at most {EVAL_GRAPHS} per
-domain) on {', '.join(CLUSTERS)} (hdp-8gpu unseen by every policy), full granularity, seeds
-{', '.join(str(x) for x in sorted({r['seed'] for r in linear}))} (of the untrained network and
-of fine-tuning; every seed of a case counts as a case below). "zero-shot" is `gplace place`'s:
+Cases: the median-sized graph of each of the domain's families (at most {EVAL_MAX_OPS:,} ops,
+at most {EVAL_GRAPHS} per domain) on {', '.join(CLUSTERS)} (hdp-8gpu unseen by every policy),
+full granularity, seeds {', '.join(str(x) for x in sorted({r['seed'] for r in linear}))} (of
+the untrained network and of fine-tuning; every seed of a case counts as a case below). "zero-shot" is `gplace place`'s:
 the greedy and {k} sampled rollouts in each of the list scheduler's two orders (HEFT's rank
-order and the simulator's dispatch order), the one the dispatch-order schedule estimates
-fastest (gplace.gnn.infer.best_rollout; nothing measured). "ft 100": 100 fine-tuning samples
-without heuristic starts (the best of them and the zero-shot placement). **Every step time is
-simulated** (measured CPU profiles for CPU devices, the roofline model for GPUs): estimates,
-not measurements on hardware.
+order and the simulator's dispatch order) and as many again of the untrained network's scores
+(each group to the device where it finishes first) in the dispatch order, the one the policy
+was not trained in; the placement the dispatch-order schedule estimates fastest
+(gplace.gnn.infer.best_rollout; nothing measured). The untrained arm gets the same rule.
+"ft 100": 100 fine-tuning samples without heuristic starts (the best of them and the zero-shot
+placement). **Every step time is simulated** (measured CPU profiles for CPU devices, the
+roofline model for GPUs): estimates, not measurements on hardware.
 
 Rebuilt by `nice .venv/bin/python -m pretrain.domains` (records in pretrain/domains.jsonl;
 delete a line to rerun its case), code at commit {commits_of(linear)}.
@@ -623,10 +590,8 @@ delete a line to rerun its case), code at commit {commits_of(linear)}.
 
 {summary_table(linear)}
 
-Pretrained without the domain, the policy is {gain(linear, 'ft 100'):.3f}x its untrained
-network at 100 samples and {gain(linear, 'zero-shot'):.3f}x zero-shot on the domain.{then}
+{gains}
 {search_section(linear)}
-{prior_section(linear)}
 {"## Variants against the linear policy" + chr(10) * 2 + variant_prose(records) + variants
  + chr(10)
  if variants else ""}
@@ -663,7 +628,7 @@ def main(argv=None) -> int:
     if not args.page_only:
         variant = Variant(args.head_hidden, args.corpus, args.type_channels, args.train_orders)
         run(args.domains, args.steps, variant, sys.stderr)
-    write_page(load_records(), load_records(RANK_ORDER_RECORDS))
+    write_page(load_records(), [load_records(path) for path, *_ in ARCHIVES])
     return 0
 
 
