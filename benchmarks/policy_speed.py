@@ -81,7 +81,8 @@ def main() -> None:
         print(f"{graph.meta['name']}: {graph.num_ops:,} ops, {p.num_units:,} units: "
               f"{args.samples / med:,.0f} placements/s ({med * 1e3:.0f} ms for {args.samples} "
               f"with log-probs); greedy rollout (with the forward pass) {g * 1e3:.0f} ms; "
-              f"zero-shot (greedy + {placer.config.zero_shot_rollouts} rollouts in each order, "
+              f"zero-shot (greedy + {placer.config.zero_shot_rollouts} rollouts in each order"
+              f"{' and of the untrained scores' if placer.config.zero_shot_prior else ''}, "
               f"ranked by the dispatch-order estimate) {z * 1e3:.0f} ms, in HEFT's order alone "
               f"(greedy + {ONE_ORDER_ROLLOUTS}) {one * 1e3:.0f} ms; "
               f"features and scheduler arrays {build_s * 1e3:.0f} ms once")

@@ -7,8 +7,8 @@ untrained network's 100-sample fine-tuning.
 "pretrained / untrained at 100 samples" is bounded below by "best known / untrained": a
 pretrained policy that reached, with 100 samples, the fastest placement any method here found
 would score exactly that. For every case (graph x cluster) of the leave-one-domain-out study
-(pretrain/domains.jsonl; the placements of pretrain/domains_rank_order.jsonl count as known
-too) and of the test split's fine-tuning study (finetune/results_test.csv),
+(pretrain/domains.jsonl; the placements of the records of earlier zero-shot rules,
+pretrain.domains.ARCHIVES, count as known too) and of the test split's fine-tuning study (finetune/results_test.csv),
 this runs one long search, ``gplace place``'s fine-tuning from the shipped policy with the
 cheap heuristics' placements as starts, LONG samples, seed 0 (``ft LONG +h``), and takes as
 "best known" the fastest of it and of every placement the two studies recorded for the case
@@ -28,14 +28,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pretrain.domains import _commit, geomean
+from pretrain.domains import ARCHIVES, _commit, geomean
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 RECORDS = HERE / "headroom.jsonl"
 PAGE = HERE / "HEADROOM.md"
 DOMAIN_RECORDS = HERE / "domains.jsonl"
-EARLIER_DOMAIN_RECORDS = HERE / "domains_rank_order.jsonl"  # their placements count as known
+EARLIER_DOMAIN_RECORDS = tuple(path for path, *_ in ARCHIVES)  # their placements count as known
 TEST_RECORDS = ROOT / "finetune" / "results_test.csv"
 LONG = 1200
 TIME_COLUMNS = ("zero-shot", "ft 100", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
@@ -57,7 +57,8 @@ def study_cases() -> dict[tuple[str, str], dict]:
                  if isinstance(k, str) and k.endswith(TIME_COLUMNS) and _number(v)]
         c["known"] = min([c["known"], *times])
 
-    domain, earlier = _records(DOMAIN_RECORDS), _records(EARLIER_DOMAIN_RECORDS)
+    domain = _records(DOMAIN_RECORDS)
+    earlier = [r for path in EARLIER_DOMAIN_RECORDS for r in _records(path)]
     for r in domain:
         if r.get("variant", "linear") == "linear":
             add(f"domain {r['domain']}", r["graph"], r["cluster"], r, "held-out ft 100")
