@@ -36,9 +36,10 @@ python -m gplace.examples.torch.build          # or: torch.export.save(torch.exp
 gplace place model.pt2 --optimizer adam --finetune 100 --out out/   # forward returns the loss
 ```
 ```python
-import gplace, gplace.torchfront as tf
+import gplace
+from gplace import torchfront
 graph = gplace.load_graph("model.pt2", optimizer="adam")   # forward + backward + Adam, one OpGraph
-placed = tf.load_placed("model.pt2", "out/placement.json")  # the step cut at device changes
+placed = torchfront.load_placed("model.pt2", "out/placement.json")  # the step cut at device changes
 loss, *new_state = placed.run()                             # on the example batch; run(inputs) for yours
 ```"""
 
