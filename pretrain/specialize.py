@@ -151,25 +151,32 @@ def write_page(records: list[dict], commit: str) -> None:
                      f"{h * 1e3:.2f} | {r['shipped zero-shot'] / h:.3f} | "
                      f"{r['specialized zero-shot'] / h:.3f} | {r['shipped ft 100'] / h:.3f} | "
                      f"{r['specialized ft 100'] / h:.3f} |")
-    mine = ", ".join(f"{n} ({kw['layers']} layers, hidden {kw['hidden']})"
-                     for n, kw in MINE.items())
+    import textwrap
+    mine = ", ".join(f"{n} ({kw['layers']} layer{'s' * (kw['layers'] > 1)}, hidden "
+                     f"{kw['hidden']})" for n, kw in MINE.items())
     r0 = records[0]
+    intro = textwrap.fill(
+        "The shipped policy never saw the nmt family (an LSTM encoder-decoder with attention; "
+        f"one of the test families). Given a folder of {r0['mine']} nmt graphs ({mine}; plain "
+        ".pb files, no manifest, roofline costs), one command specializes it:", 96)
+    then = textwrap.fill(
+        "It searched an expert from the shipped policy for every graph on post-2gpu, post-4gpu "
+        "and hetero, then imitated them from the shipped weights: "
+        f"**{r0['pretrain_minutes']:.1f} minutes** on this 2-core machine (shared with other "
+        "jobs). Then on the corpus' nmt graphs, which it did not see "
+        f"({', '.join(HELD_OUT)}), on {', '.join(CLUSTERS)} (hdp-8gpu seen by neither "
+        f"policy), seeds {', '.join(map(str, SEEDS))}: zero-shot and \"ft 100\" (100 "
+        "fine-tuning samples, no heuristic starts). Ratios are geometric means of step times; "
+        "below 1 the first is faster. **Every step time is simulated**: estimates, not "
+        "measurements on hardware.", 96)
     text = f"""# Specializing the shipped policy on your own graphs
 
-The shipped policy never saw the nmt family (an LSTM encoder-decoder with attention; one of
-the test families). Given a folder of {r0['mine']} nmt graphs ({mine}; plain .pb files, no
-manifest, roofline costs), one command specializes it:
+{intro}
 
     gplace pretrain --corpus runs/specialize/mine --init gplace/checkpoints/policy.pt \\
         --random-clusters 0 --rounds 1 --max-steps {r0['steps']} --out runs/specialize/policy.pt
 
-It searched an expert from the shipped policy for every graph on post-2gpu, post-4gpu and
-hetero, then imitated them from the shipped weights: **{r0['pretrain_minutes']:.1f} minutes**
-on this 2-core machine (shared with other jobs). Then on the corpus' nmt graphs, which it did
-not see ({', '.join(HELD_OUT)}), on {', '.join(CLUSTERS)} (hdp-8gpu seen by neither policy),
-seeds {', '.join(map(str, SEEDS))}: zero-shot and "ft 100" (100 fine-tuning samples, no
-heuristic starts). Ratios are geometric means of step times; below 1 the first is faster.
-**Every step time is simulated**: estimates, not measurements on hardware.
+{then}
 
 Rebuilt by `nice .venv/bin/python -m pretrain.specialize` (records in
 pretrain/specialize.jsonl), code at commit {commit}.
