@@ -444,18 +444,14 @@ def bound_table(records: dict[str, dict]) -> str:
     return "\n".join(out)
 
 
-def ablation_section(rows: list[dict]) -> str:
-    """The pretraining ablation (pretrained / untrained at 100 samples) next to its floor where
-    the optimum is known, and next to the proven bound elsewhere."""
+def ablation_floors(rows: list[dict]) -> list[dict]:
+    """The pretraining ablation (pretrained / untrained at 100 samples, each arm's geomean over
+    seeds) and its floor (reference / untrained ft 100), for the cases whose optimum is
+    certified (reference: the optimum) and for every small case (the proven bound)."""
     have = [r for r in rows if all(c in r for c in ABLATION)]
-    if not have:
-        return ""
     ok = [r for r in have if certified(r)]
     arm = lambda r, c: geomean(r[c])  # noqa: E731 - geomean over seeds
-    ratio = lambda rs: geomean(arm(r, ABLATION[0]) / arm(r, ABLATION[1]) for r in rs)  # noqa: E731
-    out = ["| cases | count | pretrained / untrained, ft 100 | optimum (or proven bound) / "
-           "untrained ft 100: the floor | lowest floor of a case | untrained ft 100 at the "
-           "optimum (within rounding) |", "|---|---|---|---|---|---|"]
+    out = []
     for name, rs, ref in (("certified optimum", ok, lambda r: r["optimal"]["step_time_s"]),
                           ("all small cases, proven bound", have, proven_bound)):
         if not rs:
@@ -463,8 +459,25 @@ def ablation_section(rows: list[dict]) -> str:
         floor = [ref(r) / arm(r, ABLATION[1]) for r in rs]
         at = sum(arm(r, ABLATION[1]) <= r["optimal"]["step_time_s"]
                  + r["optimal"]["rounding_slack_s"] for r in rs) if rs is ok else None
-        out.append(f"| {name} | {len(rs)} | {ratio(rs):.3f} | {geomean(floor):.3f} | "
-                   f"{min(floor):.3f} | {'' if at is None else f'{at} of {len(rs)}'} |")
+        out.append({"cases": name, "count": len(rs), "floor": geomean(floor),
+                    "ratio": geomean(arm(r, ABLATION[0]) / arm(r, ABLATION[1]) for r in rs),
+                    "lowest": min(floor), "at optimum": at})
+    return out
+
+
+def ablation_section(rows: list[dict]) -> str:
+    """The pretraining ablation next to its floor where the optimum is known, and next to the
+    proven bound elsewhere (ablation_floors)."""
+    have = [r for r in rows if all(c in r for c in ABLATION)]
+    if not have:
+        return ""
+    out = ["| cases | count | pretrained / untrained, ft 100 | optimum (or proven bound) / "
+           "untrained ft 100: the floor | lowest floor of a case | untrained ft 100 at the "
+           "optimum (within rounding) |", "|---|---|---|---|---|---|"]
+    for f in ablation_floors(rows):
+        at = "" if f["at optimum"] is None else f"{f['at optimum']} of {f['count']}"
+        out.append(f"| {f['cases']} | {f['count']} | {f['ratio']:.3f} | {f['floor']:.3f} | "
+                   f"{f['lowest']:.3f} | {at} |")
     commits = ", ".join(sorted({r["ablation_commit"] for r in have}))
     import textwrap
     prose = (f"The pretraining bars ask the shipped policy to be at most 0.85x the same "

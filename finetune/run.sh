@@ -32,8 +32,12 @@ wait $A
 $PY -m finetune.study --split validation --out finetune \
     --from-csv finetune/shards/a/results_validation.csv finetune/shards/b/results_validation.csv
 rm -rf finetune/shards
+# The pretraining bars from these records and the committed ones of pretrain/ and finetune/.
+$PY -m finetune.bars > /dev/null
 {
   cat finetune/RESULTS.head.md
+  echo; echo "## The pretraining bars (tables_bars.md, \`python -m finetune.bars\`)"; echo
+  cat finetune/tables_bars.md
   echo; echo "## Zero-shot, test split (tables_test-zero-shot.md)"; echo
   cat finetune/tables_test-zero-shot.md
   echo; echo "## Zero-shot, validation split (tables_validation-zero-shot.md)"; echo
