@@ -51,7 +51,7 @@ def figure(x: list[float], count: str = "below") -> str:
     return f"{geomean(x):.3f} ({word} {n} of {len(x)})"
 
 
-def verdict(overall: float, bar: float, parts: dict[str, float] = None) -> str:
+def verdict(overall: float, bar: float, parts: dict[str, float] | None = None) -> str:
     """"yes" / "no" against ``bar``; with ``parts``, which of them miss it."""
     if overall > bar:
         return "**no**"
@@ -59,93 +59,148 @@ def verdict(overall: float, bar: float, parts: dict[str, float] = None) -> str:
     return "yes" + (f" over all; {', '.join(missing)} no" if missing else "")
 
 
+class Records:
+    """What the bars read: the test split's records, the held-out policies' records (the
+    linear policy's, each seed a case) and the floors (pretrain.headroom.rows)."""
+
+    def __init__(self):
+        from pretrain import domains, headroom
+        self.test = read_csv(TEST) if TEST.exists() else []
+        self.zero = read_csv(TEST_ZERO) if TEST_ZERO.exists() else []
+        self.held = [r for r in domains.load_records(domains.RECORDS)
+                     if r["variant"] == "linear"]
+        self.floors = headroom.rows(headroom.LONG) if headroom.RECORDS.exists() else []
+
+    def floor(self, study: str, cluster: str | None = None, words: str = "; the floor (best "
+              "placement known / untrained) {}") -> str:
+        """``words`` with the floor over the floors' cases of ``study`` (a prefix of their
+        study) and ``cluster``, or "" where there are none."""
+        x = [r["bound"] for r in self.floors if r["study"].startswith(study)
+             and cluster in (None, r["cluster"])]
+        return words.format(f"{geomean(x):.3f}") if x else ""
+
+    def by_domain(self, value, records: list[dict] | None = None) -> dict[str, float]:
+        from pretrain.domains import DOMAINS
+        records = self.held if records is None else records
+        return {d: geomean(value(r) for r in records if r["domain"] == d) for d in DOMAINS
+                if any(r["domain"] == d for r in records)}
+
+
+def domain_cells(parts: dict[str, float], bar: float) -> str:
+    return ", ".join(f"{d} " + (f"**{v:.3f}**" if v > bar else f"{v:.3f}")
+                     for d, v in parts.items())
+
+
+def ablation(r: dict) -> float:
+    return r["ft 100"] / r["untrained ft 100"]
+
+
+def held_ablation(r: dict) -> float:
+    return r["held-out ft 100"] / r["untrained ft 100"]
+
+
+def ablation_test(rec: Records) -> list[tuple[str, str, str]]:
+    if not rec.test:
+        return []
+    x = per_case(rec.test, ablation)
+    return [("pretrained / untrained at 100 samples without heuristic starts <= 0.85, test "
+             "split", f"**{figure(x)}**{rec.floor('test split')}", verdict(geomean(x), 0.85))]
+
+
+def ablation_held_out(rec: Records) -> list[tuple[str, str, str]]:
+    if not rec.held:
+        return []
+    parts, x = rec.by_domain(held_ablation), [held_ablation(r) for r in rec.held]
+    return [("the same <= 0.92 on each held-out domain, its own pretraining",
+             f"**{figure(x)}**: {domain_cells(parts, 0.92)}"
+             + rec.floor("domain", words="; the floor {}"),
+             verdict(geomean(x), 0.92, parts))]
+
+
+def ablation_certified(rec: Records) -> list[tuple[str, str, str]]:
+    from finetune.optimality import ablation_floors, load_records, small_rows
+    return [("the same where the optimum is certified (small problems, shipped policy)",
+             f"{f['ratio']:.3f} over {f['count']} problems; the floor (optimum / untrained) "
+             f"{f['floor']:.3f}, lowest {f['lowest']:.3f}",
+             "no: the bar is below the floor" if f["floor"] > 0.85 else verdict(f["ratio"], 0.85))
+            for f in ablation_floors(small_rows(load_records()))
+            if f["cases"] == "certified optimum"]
+
+
+def zero_shot_test(rec: Records) -> list[tuple[str, str, str]]:
+    if not rec.zero:
+        return []
+    x = per_case(rec.zero, lambda r: r["zero-shot"] / r["best heuristic"])
+    return [("zero-shot <= 0.85x the best heuristic, test split", figure(x, "at"),
+             verdict(geomean(x), 0.85))]
+
+
+def zero_shot_held_out(rec: Records) -> list[tuple[str, str, str]]:
+    if not rec.held:
+        return []
+    ratio = lambda r: r["held-out zero-shot"] / r["best heuristic"]  # noqa: E731
+    parts, x = rec.by_domain(ratio), [ratio(r) for r in rec.held]
+    untrained = geomean(r["untrained zero-shot"] / r["best heuristic"] for r in rec.held)
+    return [("zero-shot <= 0.85x the best heuristic, held-out domains",
+             f"{figure(x, 'at')}: {domain_cells(parts, 0.85)}; the untrained network "
+             f"{untrained:.3f}", verdict(geomean(x), 0.85, parts))]
+
+
+def search_test(rec: Records) -> list[tuple[str, str, str]]:
+    from finetune.study import search_ratios
+    x = search_ratios(rec.test)
+    if not x:
+        return []
+    gap = per_case(rec.test, lambda r: r["ft 300 +h"] / r["lower bound"])
+    return [("`ft 300 +h` <= 0.90x the best of hill climbing and annealing from the best "
+             "heuristic at 2400, test split", f"{figure(x, 'at')}; {geomean(gap):.2f}x the "
+             f"lower bound ({min(gap):.2f}-{max(gap):.2f})", verdict(geomean(x), 0.90))]
+
+
+def search_held_out(rec: Records) -> list[tuple[str, str, str]]:
+    from pretrain.domains import SEARCH, local_search
+    searched = [r for r in rec.held if all(c in r for c in SEARCH)]
+    if not searched:
+        return []
+    ours = lambda r: r["held-out ft 300 +h"] / local_search(r)  # noqa: E731
+    parts, x = rec.by_domain(ours, searched), [ours(r) for r in searched]
+    hdp = [ours(r) for r in searched if r["cluster"] == "hdp-8gpu"]
+    untrained = geomean(r["untrained ft 300 +h"] / local_search(r) for r in searched)
+    gap = [r["held-out ft 300 +h"] / r["lower bound"] for r in searched]
+    return [("the same, held-out domains, each domain's own pretraining",
+             f"{figure(x, 'at')}: {domain_cells(parts, 0.90)}"
+             + (f"; hdp-8gpu {geomean(hdp):.3f}" if hdp else "")
+             + f"; the untrained network {untrained:.3f}; {geomean(gap):.2f}x the lower bound "
+             f"({min(gap):.2f}-{max(gap):.2f}, per case on pretrain/DOMAINS.md)",
+             verdict(geomean(x), 0.90, parts))]
+
+
+def unseen_cluster(rec: Records) -> list[tuple[str, str, str]]:
+    parts = []
+    test = [r for r in rec.test if r["cluster"] == "hdp-8gpu"]
+    if test:
+        x = geomean(per_case(test, ablation))
+        parts.append((x, f"**{x:.3f}** on the test split"
+                         + rec.floor("test split", "hdp-8gpu", " (floor {})")))
+    held = [held_ablation(r) for r in rec.held if r["cluster"] == "hdp-8gpu"]
+    if held:
+        x = geomean(held)
+        parts.append((x, f"**{x:.3f}** on the held-out domains"
+                         + rec.floor("domain", "hdp-8gpu", " (floor {})")))
+    if not parts:
+        return []
+    return [("hdp-8gpu (unseen): pretrained / untrained at 100 samples <= 0.95",
+             ", ".join(text for _, text in parts), verdict(max(v for v, _ in parts), 0.95))]
+
+
+BARS = (ablation_test, ablation_held_out, ablation_certified, zero_shot_test,
+        zero_shot_held_out, search_test, search_held_out, unseen_cluster)
+
+
 def rows() -> list[tuple[str, str, str]]:
     """(bar, figure, met?) for every bar whose records exist."""
-    from finetune.optimality import ablation_floors, load_records as optimality_records
-    from finetune.optimality import small_rows
-    from pretrain import domains, headroom
-    out = []
-    test = read_csv(TEST) if TEST.exists() else []
-    zero = read_csv(TEST_ZERO) if TEST_ZERO.exists() else []
-    held = [r for r in domains.load_records(domains.RECORDS) if r["variant"] == "linear"]
-    floors = headroom.rows(headroom.LONG) if headroom.RECORDS.exists() else []
-
-    def floor(study_prefix: str, cluster: str | None = None) -> float:
-        return geomean(r["bound"] for r in floors if r["study"].startswith(study_prefix)
-                       and cluster in (None, r["cluster"]))
-
-    def by_domain(value) -> dict[str, float]:
-        return {d: geomean(value(r) for r in held if r["domain"] == d) for d in domains.DOMAINS
-                if any(r["domain"] == d for r in held)}
-
-    def domain_cells(parts: dict[str, float], bar: float) -> str:
-        return ", ".join(f"{d} " + (f"**{v:.3f}**" if v > bar else f"{v:.3f}")
-                         for d, v in parts.items())
-
-    ablation = lambda r: r["ft 100"] / r["untrained ft 100"]  # noqa: E731
-    held_ablation = lambda r: r["held-out ft 100"] / r["untrained ft 100"]  # noqa: E731
-    if test:
-        x = per_case(test, ablation)
-        out.append(("pretrained / untrained at 100 samples without heuristic starts <= 0.85, "
-                    "test split", f"**{figure(x)}**; the floor (best placement known / "
-                    f"untrained) {floor('test split'):.3f}", verdict(geomean(x), 0.85)))
-    if held:
-        parts = by_domain(held_ablation)
-        x = [held_ablation(r) for r in held]
-        out.append(("the same <= 0.92 on each held-out domain, its own pretraining",
-                    f"**{figure(x)}**: {domain_cells(parts, 0.92)}; the floor "
-                    f"{floor('domain'):.3f}", verdict(geomean(x), 0.92, parts)))
-    small = small_rows(optimality_records())
-    for f in ablation_floors(small)[:1]:
-        out.append(("the same where the optimum is certified (small problems, shipped policy)",
-                    f"{f['ratio']:.3f} over {f['count']} problems; the floor (optimum / "
-                    f"untrained) {f['floor']:.3f}, lowest {f['lowest']:.3f}",
-                    "no: the bar is below the floor" if f["floor"] > 0.85 else verdict(f["ratio"], 0.85)))
-    if zero:
-        x = per_case(zero, lambda r: r["zero-shot"] / r["best heuristic"])
-        out.append(("zero-shot <= 0.85x the best heuristic, test split", figure(x, "at"),
-                    verdict(geomean(x), 0.85)))
-    if held:
-        parts = by_domain(lambda r: r["held-out zero-shot"] / r["best heuristic"])
-        x = [r["held-out zero-shot"] / r["best heuristic"] for r in held]
-        untrained = geomean(r["untrained zero-shot"] / r["best heuristic"] for r in held)
-        out.append(("zero-shot <= 0.85x the best heuristic, held-out domains",
-                    f"{figure(x, 'at')}: {domain_cells(parts, 0.85)}; the untrained network "
-                    f"{untrained:.3f}", verdict(geomean(x), 0.85, parts)))
-    if test:
-        x = per_case(test, lambda r: r["ft 300 +h"] / min(r["hill 2400 +h"], r["anneal 2400 +h"]))
-        gap = per_case(test, lambda r: r["ft 300 +h"] / r["lower bound"])
-        out.append(("`ft 300 +h` <= 0.90x the best of hill climbing and annealing from the best "
-                    "heuristic at 2400, test split", f"{figure(x, 'at')}; {geomean(gap):.2f}x "
-                    f"the lower bound ({min(gap):.2f}-{max(gap):.2f})",
-                    verdict(geomean(x), 0.90)))
-    searched = [r for r in held if all(c in r for c in domains.SEARCH)]
-    if searched:
-        ours = lambda r: r["held-out ft 300 +h"] / domains.local_search(r)  # noqa: E731
-        parts = {d: geomean(ours(r) for r in searched if r["domain"] == d)
-                 for d in domains.DOMAINS if any(r["domain"] == d for r in searched)}
-        x = [ours(r) for r in searched]
-        hdp = geomean(ours(r) for r in searched if r["cluster"] == "hdp-8gpu")
-        untrained = geomean(r["untrained ft 300 +h"] / domains.local_search(r) for r in searched)
-        gap = [r["held-out ft 300 +h"] / r["lower bound"] for r in searched]
-        out.append(("the same, held-out domains, each domain's own pretraining",
-                    f"{figure(x, 'at')}: {domain_cells(parts, 0.90)}; hdp-8gpu {hdp:.3f}; the "
-                    f"untrained network {untrained:.3f}; {geomean(gap):.2f}x the lower bound "
-                    f"({min(gap):.2f}-{max(gap):.2f}, per case on pretrain/DOMAINS.md)",
-                    verdict(geomean(x), 0.90, parts)))
-    hdp = []
-    if test:
-        x = per_case([r for r in test if r["cluster"] == "hdp-8gpu"], ablation)
-        hdp.append((geomean(x), f"**{geomean(x):.3f}** on the test split (floor "
-                                f"{floor('test split', 'hdp-8gpu'):.3f})"))
-    if held:
-        x = geomean(held_ablation(r) for r in held if r["cluster"] == "hdp-8gpu")
-        hdp.append((x, f"**{x:.3f}** on the held-out domains (floor "
-                       f"{floor('domain', 'hdp-8gpu'):.3f})"))
-    if hdp:
-        out.append(("hdp-8gpu (unseen): pretrained / untrained at 100 samples <= 0.95",
-                    ", ".join(text for _, text in hdp), verdict(max(v for v, _ in hdp), 0.95)))
-    return out
+    rec = Records()
+    return [row for bar in BARS for row in bar(rec)]
 
 
 def table() -> str:

@@ -39,8 +39,8 @@ gplace place model.pt2 --optimizer adam --finetune 100 --out out/   # forward re
 import gplace
 from gplace import torchfront
 graph = gplace.load_graph("model.pt2", optimizer="adam")   # forward + backward + Adam, one OpGraph
-placed = torchfront.load_placed("model.pt2", "out/placement.json")  # the step cut at device changes
-loss, *new_state = placed.run()                             # on the example batch; run(inputs) for yours
+placed = torchfront.load_placed("model.pt2", "out/placement.json")  # cut at device changes
+loss, *new_state = placed.run()  # on the example batch; run(inputs) for yours
 ```"""
 
 

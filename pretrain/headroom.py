@@ -8,9 +8,9 @@ untrained network's 100-sample fine-tuning.
 pretrained policy that reached, with 100 samples, the fastest placement any method here found
 would score exactly that. For every case (graph x cluster) of the leave-one-domain-out study
 (pretrain/domains.jsonl; the placements of the records of earlier zero-shot rules,
-pretrain.domains.ARCHIVES, count as known too) and of the test split's fine-tuning study (finetune/results_test.csv),
-this runs one long search, ``gplace place``'s fine-tuning from the shipped policy with the
-cheap heuristics' placements as starts, LONG samples, seed 0 (``ft LONG +h``), and takes as
+pretrain.domains.ARCHIVES, count as known too) and of the test split's fine-tuning study
+(finetune/results_test.csv), this runs one long search, ``gplace place``'s fine-tuning from
+the shipped policy with the cheap heuristics' placements as starts, LONG samples, seed 0 (``ft LONG +h``), and takes as
 "best known" the fastest of it and of every placement the two studies recorded for the case
 (every variant, seed and method, hill climbing and annealing at 2400 samples included).
 Records go to pretrain/headroom.jsonl, the page to pretrain/HEADROOM.md. Every step time is

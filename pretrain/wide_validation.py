@@ -4,8 +4,8 @@ by the policy's own rollouts, as pretraining validates (gplace.gnn.pretrain.zero
 problem's best heuristic, geometric mean. By default on a wider set than pretraining's 24
 problems: the 6 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random
 clusters used nowhere else (48 problems; pretrain/README.md quotes it); ``--card``: the 24
-problems a `gplace pretrain` card with the default corpus and clusters validates on. Checkpoints of the rank
-order (every shipped one). Simulated: estimates.
+problems a `gplace pretrain` card with the default corpus and clusters validates on.
+Checkpoints of the rank order (every shipped one). Simulated: estimates.
 
     .venv/bin/python -m pretrain.wide_validation untrained gplace/checkpoints/policy.pt
     .venv/bin/python -m pretrain.wide_validation --card untrained runs/policy.pt

@@ -160,16 +160,17 @@ class FinetuneConfig:
     zero_shot_rollouts: int = 16 # zero-shot: the best of the greedy rollout and this many
                                  # sampled ones in each order by the dispatch-order list
                                  # schedule's makespan estimate (nothing measured; 0: the
-                                 # greedy rollouts). 16 per order with the replays: 1.1-1.4x
-                                 # the time of 64 in one order (benchmarks/policy_speed.py)
+                                 # greedy rollouts). 16 per order, the replays and the
+                                 # untrained network's (zero_shot_prior): 1.4-1.8x the time
+                                 # of 64 in one order (benchmarks/policy_speed.py)
     zero_shot_both_orders: bool = True  # zero-shot rolls out in HEFT's rank order and the
                                  # simulator's dispatch order (gplace.gnn.infer.best_rollout);
                                  # False: the policy's own order and its own estimate
     zero_shot_prior: bool = True  # with both orders: as many rollouts again of the untrained
                                  # network's scores (each unit to the device where it
                                  # finishes first) in the order the policy was not trained in
-                                 # (pretrain/DOMAINS.md: removes the negative transfer on
-                                 # domains the corpus lacks)
+                                 # (pretrain/DOMAINS.md: less negative transfer on domains
+                                 # the corpus lacks)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
 

@@ -20,12 +20,17 @@ from pathlib import Path
 import numpy as np
 
 from gplace.errors import ConfigError
+from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.cache import cache_dir
 from gplace.io import atomic_write
 from gplace.measure import Measurer
 from gplace.problem import PlacementProblem
 
 EXPERT_VERSION = 1  # part of the cache key: bump when the search changes
+# The search's fine-tuning settings, fixed whatever FinetuneConfig's defaults become (a cached
+# expert is a function of its key alone): zero-shot by the network's own rollouts, the rule
+# every archived expert was searched with.
+EXPERT_RULE = FinetuneConfig(zero_shot_prior=False)
 
 
 def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.ndarray],
@@ -44,7 +49,7 @@ def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.
         torch.manual_seed(seed)
         policy = (GNNPolicy(hidden_channels, num_layers, order=order) if start is None
                   else GNNPolicy.load(start)[0])
-        placer = GNNPlacer(seed=seed, policy=policy)
+        placer = GNNPlacer(seed=seed, policy=policy, config=EXPERT_RULE)
         return placer.place(problem, measurer, budget, seeds=list(seeds)).placement
 
 

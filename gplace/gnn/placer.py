@@ -5,10 +5,10 @@ list scheduler, then fine-tuning with Post's objective.
     result = placer.place(problem, SimMeasurer(problem), budget=300, seeds=heuristic_placements)
 
 Zero-shot spends no samples: the best of the greedy rollout and 16 sampled rollouts in each of
-the list scheduler's two orders, and as many of the untrained network's scores in the order the
-policy was not trained in (``zero_shot_prior``), by the dispatch-order schedule's makespan
-estimate (nothing measured; gplace.gnn.infer.best_rollout). Fine-tuning spends the budget in
-rounds through the budget-counting Tracker; each round splits its samples between
+the list scheduler's two orders, and as many rollouts of the untrained network's scores in the
+order the policy was not trained in (``zero_shot_prior``), by the dispatch-order schedule's
+makespan estimate (nothing measured; gplace.gnn.infer.best_rollout). Fine-tuning spends the
+budget in rounds through the budget-counting Tracker; each round splits its samples between
 - policy rollouts, to which Post's objective (gplace.gnn.learn: PPO + elite cross-entropy) is
   applied, and
 - local moves of the best placement so far: one unit, or a chain of it and its
@@ -61,8 +61,8 @@ class GNNPlacer:
         """The best of the policy's greedy and ``zero_shot_rollouts`` sampled rollouts (at the
         fine-tuning temperature) in both of the list scheduler's orders (and the untrained
         network's with ``zero_shot_prior``), ranked by the dispatch-order schedule's makespan
-        estimate: nothing is measured. The scores come from
-        the numpy forward, as without torch (gplace.gnn.infer)."""
+        estimate: nothing is measured. The scores come from the numpy forward, as without
+        torch (gplace.gnn.infer)."""
         return zero_shot(policy_weights(policy), state.numpy_features, state.sched, self.seed,
                          self.config)
 

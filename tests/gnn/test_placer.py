@@ -81,7 +81,7 @@ def test_zero_shot_keeps_the_rollout_with_the_best_dispatch_estimate():
     own = dataclasses.replace(FinetuneConfig(), zero_shot_rollouts=0, zero_shot_both_orders=False)
     assert np.array_equal(GNNPlacer(policy=policy, config=own).zero_shot(p), g)
     greedies = GNNPlacer(policy=policy, config=dataclasses.replace(
-        FinetuneConfig(), zero_shot_rollouts=0)).zero_shot(p)
+        FinetuneConfig(), zero_shot_rollouts=0, zero_shot_prior=False)).zero_shot(p)
     assert estimate(greedies) == min(estimate(g), estimate(g_dispatch))
     picks = [GNNPlacer(seed=k, policy=policy).zero_shot(p) for k in (0, 0, 1, 2, 3)]
     assert np.array_equal(picks[0], picks[1])
@@ -103,3 +103,23 @@ def test_a_zero_shot_placement_builds_no_optimizer():
             "print('torch._dynamo' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_an_expert_search_keeps_its_rule_whatever_the_defaults(monkeypatch):
+    """A cached expert is a function of its key: the search fine-tunes with EXPERT_RULE
+    (zero-shot by the network's own rollouts), not with FinetuneConfig's defaults."""
+    from gplace.gnn import placer
+    from gplace.gnn.experts import EXPERT_RULE, search_expert
+    seen = []
+
+    class Spy(GNNPlacer):
+        def __init__(self, *args, **kwargs):
+            seen.append(kwargs.get("config"))
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(placer, "GNNPlacer", Spy)
+    p, _ = setup(3)
+    search_expert(p, SimMeasurer(p), [], budget=4, seed=0, hidden_channels=8, num_layers=1)
+    assert seen == [EXPERT_RULE] and not EXPERT_RULE.zero_shot_prior
+    assert FinetuneConfig().zero_shot_prior  # the default differs, so this test can fail
+

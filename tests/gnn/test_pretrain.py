@@ -285,3 +285,26 @@ def test_the_other_order_is_the_same_problem_scheduled_the_other_way(corpus):
     assert pool.other_order(0) is other
     with pytest.raises(ConfigError, match="--train-orders"):
         config(corpus, 2, train_orders="all")
+
+
+def test_validation_measures_the_policys_own_rollouts():
+    """Pretraining validates zero-shot without the untrained network's rollouts, which are the
+    same for every checkpoint; `gplace place` adds them (FinetuneConfig's default)."""
+    from gplace.cluster import load_cluster
+    from gplace.gnn.config import FinetuneConfig
+    from gplace.gnn.infer import policy_weights, zero_shot
+    from gplace.gnn.learn import ProblemState
+    from gplace.gnn.placer import load_policy
+    from gplace.gnn.pretrain import zero_shot_time
+    from gplace.placers import SimMeasurer
+    from gplace.problem import PlacementProblem
+    from gplace.sim.random_graphs import RandomDagConfig, random_dag
+    p = PlacementProblem.build(random_dag(RandomDagConfig(ops=150), 0), load_cluster("post-4gpu"))
+    state, weights = ProblemState(p, SimMeasurer(p)), policy_weights(load_policy()[0])
+
+    def step_time(config):
+        placement = zero_shot(weights, state.numpy_features, state.sched, 0, config)
+        return float(state.measurer.measure(placement[None]).step_time_s[0])
+
+    own, with_prior = step_time(FinetuneConfig(zero_shot_prior=False)), step_time(FinetuneConfig())
+    assert zero_shot_time(weights, state) == own != with_prior

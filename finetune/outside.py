@@ -1,0 +1,228 @@
+"""Architectures outside the corpus: the shipped policy on graphs of architectures it has never
+seen, against the same network untrained and against local search.
+
+    nice .venv/bin/python -m finetune.outside              # runs what is missing, then the page
+    .venv/bin/python -m finetune.outside --page-only       # the page from the records alone
+
+Every graph of datasets.outside.OUTSIDE (families that neither the corpus nor any generated
+family has) is built once into runs/outside/<name>.pb and placed on CLUSTERS as `gplace place`
+builds the problem (full granularity; roofline costs: these graphs have no measured profile),
+seeds ``--seeds``. Per case and seed:
+
+* ``best heuristic``: the best cheap heuristic (no samples); ``lower bound``;
+* ``zero-shot`` and ``ft 100`` (100 fine-tuning samples without heuristic starts) of the
+  shipped policy and of the same network untrained (the ablation);
+* ``ft 300 +h`` (`gplace place --finetune 300`) of both, and hill climbing and annealing from
+  the best heuristic with 2400 samples (``hill 2400 +h``, ``anneal 2400 +h``).
+
+The definitions are finetune.study's (without_heuristics, with_heuristics, baselines), so the
+figures read as on finetune/RESULTS.md and pretrain/DOMAINS.md. Records go to
+finetune/outside.jsonl (one per case and seed; delete a line to rerun it), the page to
+finetune/OUTSIDE.md. Every step time is simulated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+RUNS = ROOT / "runs" / "outside"
+RECORDS = HERE / "outside.jsonl"
+PAGE = HERE / "OUTSIDE.md"
+CLUSTERS = ("post-4gpu", "hetero", "hdp-8gpu")  # hdp-8gpu: unseen in pretraining
+
+
+def graph_file(spec, log) -> Path:
+    """runs/outside/<name>.pb, built once (atomically)."""
+    from gplace.io import atomic_write_bytes
+    path = RUNS / f"{spec.name}.pb"
+    if not path.exists():
+        t0 = time.perf_counter()
+        RUNS.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(path, spec.build().SerializeToString())
+        print(f"outside: built {path} ({time.perf_counter() - t0:.0f} s)", file=log, flush=True)
+    return path
+
+
+def evaluate(spec, path: Path, cluster: str, seed: int) -> dict:
+    """Every figure of the module docstring for one case and seed."""
+    from finetune.study import baselines, fresh_network, with_heuristics, without_heuristics
+    from gplace import load_graph
+    from gplace.cluster import load_cluster
+    from gplace.cost import cost_model_for
+    from gplace.gnn.placer import load_policy
+    from gplace.placers import SimMeasurer, get_placer
+    from gplace.placers.base import cheap_heuristics
+    from gplace.problem import PlacementProblem
+    from gplace.sim import lower_bound
+    graph = load_graph(str(path))
+    problem = PlacementProblem.build(graph, load_cluster(cluster), cost_model_for(path))
+    m = SimMeasurer(problem)
+    heur = {h: get_placer(h).place(problem, m, 0) for h in cheap_heuristics()}
+    feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
+    best = min(feasible, key=feasible.get)
+    rec = {"graph": spec.name, "family": spec.family, "cluster": cluster, "seed": seed,
+           "ops": graph.num_ops, "units": problem.num_units, "best heuristic": feasible[best],
+           "best_heuristic": best, "lower bound": lower_bound(problem).bound_s}
+    shipped = load_policy()[0]
+    for tag, net in (("", shipped), ("untrained ", fresh_network(shipped, seed))):
+        rec.update(without_heuristics(problem, m, net, seed, tag))
+        rec.update(with_heuristics(problem, m, heur, net, seed, tag))
+    rec.update(baselines(problem, m, heur, seed))
+    return rec
+
+
+def load_records() -> list[dict]:
+    if not RECORDS.exists():
+        return []
+    return [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+
+
+def run(seeds: list[int], log) -> None:
+    import torch
+    from datasets.outside import OUTSIDE, check_outside
+    from pretrain.domains import _commit
+    torch.set_num_threads(1)
+    check_outside()
+    done = {(r["graph"], r["cluster"], r["seed"]) for r in load_records()}
+    for spec in OUTSIDE:
+        path = None
+        for cluster in CLUSTERS:
+            for seed in seeds:
+                if (spec.name, cluster, seed) in done:
+                    continue
+                path = path or graph_file(spec, log)
+                t0 = time.perf_counter()
+                rec = {**evaluate(spec, path, cluster, seed), "commit": _commit()}
+                rec["wall_s"] = round(time.perf_counter() - t0, 1)
+                with RECORDS.open("a") as f:
+                    f.write(json.dumps(rec) + "\n")
+                print(f"outside: {spec.name} {cluster} s{seed}: {rec['units']} units, zero-shot "
+                      f"/ best heuristic {rec['zero-shot'] / rec['best heuristic']:.3f}, "
+                      f"pretrained / untrained ft 100 "
+                      f"{rec['ft 100'] / rec['untrained ft 100']:.3f} ({rec['wall_s']:.0f} s)",
+                      file=log, flush=True)
+
+
+# ---- the page -------------------------------------------------------------------------------
+def geomean(x) -> float:
+    x = np.asarray(list(x), np.float64)
+    return float(np.exp(np.log(x).mean())) if x.size else float("nan")
+
+
+def local_search(r: dict) -> float:
+    return min(r["hill 2400 +h"], r["anneal 2400 +h"])
+
+
+FIGURES = (  # (row, per-record ratio, what is counted: "at" at or below 1, "below" below 1)
+    ("zero-shot / best heuristic", lambda r: r["zero-shot"] / r["best heuristic"], "at"),
+    ("the same network untrained, zero-shot / best heuristic",
+     lambda r: r["untrained zero-shot"] / r["best heuristic"], "at"),
+    ("pretrained / untrained, zero-shot", lambda r: r["zero-shot"] / r["untrained zero-shot"],
+     "below"),
+    ("pretrained / untrained, 100 samples, no heuristic starts",
+     lambda r: r["ft 100"] / r["untrained ft 100"], "below"),
+    ("`ft 300 +h` / best heuristic", lambda r: r["ft 300 +h"] / r["best heuristic"], "at"),
+    ("`ft 300 +h` / best of hill and annealing from the best heuristic at 2400",
+     lambda r: r["ft 300 +h"] / local_search(r), "at"),
+    ("untrained `ft 300 +h` / the same", lambda r: r["untrained ft 300 +h"] / local_search(r),
+     "at"),
+    ("`ft 300 +h` / lower bound", lambda r: r["ft 300 +h"] / r["lower bound"], None),
+)
+
+
+def cell(records: list[dict], ratio, count) -> str:
+    x = [ratio(r) for r in records]
+    if not x:
+        return ""
+    n = (sum(v <= 1 + 1e-9 for v in x) if count == "at" else
+         sum(v < 1 - 1e-9 for v in x) if count == "below" else None)
+    return f"{geomean(x):.3f}" + ("" if n is None else f" ({n} of {len(x)})")
+
+
+def summary_table(records: list[dict]) -> str:
+    families = list(dict.fromkeys(r["family"] for r in records))
+    groups = ([(f, [r for r in records if r["family"] == f]) for f in families]
+              + [("all", records),
+                 ("hdp-8gpu only", [r for r in records if r["cluster"] == "hdp-8gpu"])])
+    out = ["| figure (geomean; in brackets: cases below or at or below 1) | "
+           + " | ".join(f"{name}, {len(rs)}" for name, rs in groups) + " |",
+           "|---|" + "---|" * len(groups)]
+    for row, ratio, count in FIGURES:
+        out.append(f"| {row} | " + " | ".join(cell(rs, ratio, count) for _, rs in groups) + " |")
+    return "\n".join(out)
+
+
+def case_table(records: list[dict]) -> str:
+    out = ["| graph | family | cluster | seed | ops | units | best heuristic ms | zero-shot / "
+           "best h. | untrained zero-shot / best h. | pretrained / untrained, ft 100 | ft 300 +h "
+           "/ hill and annealing | ft 300 +h / lower bound | s |", "|---" * 13 + "|"]
+    for r in sorted(records, key=lambda r: (r["family"], r["units"], r["graph"],
+                                            CLUSTERS.index(r["cluster"]), r["seed"])):
+        out.append(f"| {r['graph']} | {r['family']} | {r['cluster']} | {r['seed']} | {r['ops']} | "
+                   f"{r['units']} | {r['best heuristic'] * 1e3:.2f} ({r['best_heuristic']}) | "
+                   f"{r['zero-shot'] / r['best heuristic']:.3f} | "
+                   f"{r['untrained zero-shot'] / r['best heuristic']:.3f} | "
+                   f"{r['ft 100'] / r['untrained ft 100']:.3f} | "
+                   f"{r['ft 300 +h'] / local_search(r):.3f} | "
+                   f"{r['ft 300 +h'] / r['lower bound']:.2f} | {r['wall_s']:.0f} |")
+    return "\n".join(out)
+
+
+def write_page(records: list[dict]) -> None:
+    import textwrap
+    from gplace.io import atomic_write_text
+    if not records:
+        return
+    commits = ", ".join(sorted({r["commit"] for r in records}))
+    seeds = ", ".join(map(str, sorted({r["seed"] for r in records})))
+    families = ", ".join(dict.fromkeys(r["family"] for r in records))
+    intro = textwrap.fill(
+        "How the shipped policy places training steps of architectures that neither its "
+        f"pretraining corpus nor any generated family has ({families}; datasets/outside.py), "
+        "next to the same network untrained (the ablation) and to local search. Each graph is "
+        "placed at full granularity as `gplace place` builds the problem, on "
+        f"{', '.join(CLUSTERS)} (hdp-8gpu unseen in pretraining), seeds {seeds} (each seed a "
+        "case). The figures are "
+        "those of finetune/RESULTS.md and pretrain/DOMAINS.md: `ft 100` is 100 fine-tuning "
+        "samples without heuristic starts, `ft 300 +h` is `gplace place --finetune 300`. "
+        "**Every step time is simulated**, with roofline costs for every device (these graphs "
+        "have no measured profile): estimates, not measurements on hardware.", 96)
+    text = f"""# Architectures outside the corpus
+
+{intro}
+
+Rebuilt by `nice .venv/bin/python -m finetune.outside` (records in finetune/outside.jsonl;
+delete a line to rerun its case), code at commit {commits}.
+
+{summary_table(records)}
+
+## Per case
+
+{case_table(records)}
+"""
+    atomic_write_text(PAGE, text)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0],
+                    help="fine-tuning seeds (and the untrained network's), each a case")
+    ap.add_argument("--page-only", action="store_true", help="write the page from the records")
+    args = ap.parse_args(argv)
+    if not args.page_only:
+        run(args.seeds, sys.stderr)
+    write_page(load_records())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
