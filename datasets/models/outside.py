@@ -314,12 +314,12 @@ def dcgan(batch: int, size: int = 64, latent: int = 100, width: int = 64, channe
 def _reuse(net: Net, call):
     """Runs ``call`` with ``net.var`` handing back, in creation order, the variables ``net``
     already holds instead of creating new ones: the second application of a network."""
-    made, i = list(net.variables), iter(range(len(net.variables)))
-    original = net.var
+    made, original = iter(list(net.variables)), net.var
 
     def var(name, shape, scale=None, cast=True):
-        v = made[next(i)]
-        assert tuple(v.shape) == tuple(shape), (name, v.shape, shape)
+        v = next(made)
+        if tuple(v.shape) != tuple(shape):
+            raise ValueError(f"reused variable {v.name} has shape {v.shape}, not {shape}")
         return v
     net.var = var
     try:
