@@ -6,8 +6,10 @@ finetune/RESULTS.md).
 Reads what the other recipes wrote: the test split's zero-shot and fine-tuning records
 (finetune/results_test*.csv, finetune/study.py), the leave-one-domain-out records of the linear
 policy (pretrain/domains.jsonl, pretrain.domains; each seed a case, as on its page), the floors
-of pretrain/headroom.jsonl (pretrain.headroom: best placement known / untrained ft 100) and the
-certified optima of finetune/optimality.jsonl. Runs nothing. Every step time is simulated.
+of pretrain/headroom.jsonl (pretrain.headroom: best placement known / untrained ft 100), the
+certified optima of finetune/optimality.jsonl and the records of architectures outside the
+corpus (finetune/outside.jsonl, finetune.outside; each seed a case). Runs nothing. Every step
+time is simulated.
 """
 
 from __future__ import annotations
@@ -64,12 +66,14 @@ class Records:
     linear policy's, each seed a case) and the floors (pretrain.headroom.rows)."""
 
     def __init__(self):
+        from finetune import outside
         from pretrain import domains, headroom
         self.test = read_csv(TEST) if TEST.exists() else []
         self.zero = read_csv(TEST_ZERO) if TEST_ZERO.exists() else []
         self.held = [r for r in domains.load_records(domains.RECORDS)
                      if r["variant"] == "linear"]
         self.floors = headroom.rows(headroom.LONG) if headroom.RECORDS.exists() else []
+        self.outside = outside.load_records()
 
     def floor(self, study: str, cluster: str | None = None, words: str = "; the floor (best "
               "placement known / untrained) {}") -> str:
@@ -193,8 +197,31 @@ def unseen_cluster(rec: Records) -> list[tuple[str, str, str]]:
              ", ".join(text for _, text in parts), verdict(max(v for v, _ in parts), 0.95))]
 
 
+def outside_corpus(rec: Records) -> list[tuple[str, str, str]]:
+    """The bars on the architectures outside the corpus (finetune/OUTSIDE.md), one row each."""
+    from finetune.outside import local_search
+    if not rec.outside:
+        return []
+    where = "architectures outside the corpus (finetune/OUTSIDE.md)"
+    out = []
+    for bar, name, ratio, count in (
+            (0.85, "pretrained / untrained at 100 samples", ablation, "below"),
+            (0.85, "zero-shot / best heuristic",
+             lambda r: r["zero-shot"] / r["best heuristic"], "at"),
+            (0.90, "`ft 300 +h` / the best of hill climbing and annealing at 2400",
+             lambda r: r["ft 300 +h"] / local_search(r), "at")):
+        x = [ratio(r) for r in rec.outside]
+        out.append((f"{name} <= {bar:.2f}, {where}", figure(x, count),
+                    verdict(geomean(x), bar)))
+    hdp = [ablation(r) for r in rec.outside if r["cluster"] == "hdp-8gpu"]
+    if hdp:
+        out.append((f"hdp-8gpu: pretrained / untrained at 100 samples <= 0.95, {where}",
+                    figure(hdp), verdict(geomean(hdp), 0.95)))
+    return out
+
+
 BARS = (ablation_test, ablation_held_out, ablation_certified, zero_shot_test,
-        zero_shot_held_out, search_test, search_held_out, unseen_cluster)
+        zero_shot_held_out, search_test, search_held_out, unseen_cluster, outside_corpus)
 
 
 def rows() -> list[tuple[str, str, str]]:

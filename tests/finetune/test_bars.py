@@ -46,7 +46,7 @@ def held_out_record(domain: str, ft100: float, seed: int) -> dict:
 
 @pytest.fixture
 def records(tmp_path, monkeypatch):
-    from finetune import optimality
+    from finetune import optimality, outside
     from pretrain import domains, headroom
     write_test_records(tmp_path / "results_test.csv")
     monkeypatch.setattr(bars, "TEST", tmp_path / "results_test.csv")
@@ -57,6 +57,7 @@ def records(tmp_path, monkeypatch):
     monkeypatch.setattr(domains, "RECORDS", tmp_path / "domains.jsonl")
     monkeypatch.setattr(headroom, "RECORDS", tmp_path / "none.jsonl")
     monkeypatch.setattr(optimality, "RECORDS", tmp_path / "none.jsonl")
+    monkeypatch.setattr(outside, "RECORDS", tmp_path / "none.jsonl")
     return {bar: (figure, met) for bar, figure, met in bars.rows()}
 
 
@@ -80,6 +81,7 @@ def test_a_bar_without_records_is_left_out(records):
     assert not any("zero-shot <= 0.85x the best heuristic, test split" == k for k in records)
     assert not any("certified" in k for k in records)
     assert not any(k.startswith("the same, held-out domains") for k in records)  # no search
+    assert not any("outside the corpus" in k for k in records)
     hdp = records["hdp-8gpu (unseen): pretrained / untrained at 100 samples <= 0.95"]
     assert hdp == ("**0.800** on the test split", "yes")  # no held-out case on hdp-8gpu
 
