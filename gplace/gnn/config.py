@@ -173,9 +173,6 @@ class FinetuneConfig:
                                  # the corpus lacks)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
-    tail_moves: float = 0.0      # share of local moves whose unit is drawn from those on the
-                                 # device that finishes last in the best placement's simulated
-                                 # step (by their op time there) instead of uniformly
 
 
 def field_help(cls) -> dict[str, str]:

@@ -123,12 +123,7 @@ class GNNPlacer:
         q = mix * probs + (1 - mix) / probs.shape[1]
         heaviest = _heaviest_neighbour(state)
         cands = np.repeat(best.placement[None], count, axis=0)
-        units = rng.integers(0, best.placement.shape[0], count)
-        tail = rng.random(count) < self.config.tail_moves
-        if tail.any():
-            weights = _tail_weights(state, best.placement)
-            units[tail] = rng.choice(weights.size, size=int(tail.sum()), p=weights)
-        for row, u in enumerate(units):
+        for row, u in enumerate(rng.integers(0, best.placement.shape[0], count)):
             w = q[u].copy()
             w[best.placement[u]] = 0.0
             if w.sum() <= 0:
@@ -149,23 +144,6 @@ class GNNPlacer:
         if c.local_ramp <= 0:
             return c.local_fraction
         return c.local_start + (c.local_fraction - c.local_start) * min(1.0, used / c.local_ramp)
-
-
-def _tail_weights(state: ProblemState, placement: np.ndarray) -> np.ndarray:
-    """(units,) a distribution over the units on the device whose last op ends last in the
-    simulated step of ``placement``, by their ops' summed time there."""
-    from gplace.sim import FastSimulator
-    problem = state.problem
-    if getattr(state, "_simulator", None) is None:
-        state._simulator = FastSimulator(problem)
-    sim = state._simulator.run(placement)
-    ends = np.zeros(problem.num_devices)
-    np.maximum.at(ends, sim.op_device, sim.op_end_s)
-    tail = int(np.argmax(ends))
-    on = sim.op_device == tail
-    w = np.bincount(problem.unit_of_op[on], weights=(sim.op_end_s - sim.op_start_s)[on],
-                    minlength=problem.num_units)
-    return w / w.sum() if w.sum() > 0 else np.full(problem.num_units, 1 / problem.num_units)
 
 
 def _heaviest_neighbour(state: ProblemState) -> np.ndarray:
