@@ -225,7 +225,8 @@ def test_init_starts_from_the_checkpoint_and_trains_on(corpus, tmp_path):
     after = GNNPolicy.load(out)[0].state_dict()
     assert after.keys() == start.keys()
     assert not all(torch.equal(start[k], after[k]) for k in start)
-    with pytest.raises(ConfigError, match="8 channels and 1 layers, the config asks for 16"):
+    with pytest.raises(ConfigError, match="8 channels, 1 layers and 16 op-type channels; the "
+                       "config asks for 16, 2 and 16"):
         PretrainModule(cfg)
 
 
