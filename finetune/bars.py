@@ -14,28 +14,15 @@ time is simulated.
 
 from __future__ import annotations
 
-import csv
 import sys
 from pathlib import Path
 
-import numpy as np
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from finetune.study import read_results  # noqa: E402
+from pretrain.domains import geomean  # noqa: E402
 OUT = ROOT / "finetune" / "tables_bars.md"
 TEST, TEST_ZERO = (ROOT / "finetune" / f"results_test{s}.csv" for s in ("", "-zero-shot"))
-
-
-def geomean(x) -> float:
-    x = np.asarray(list(x), np.float64)
-    return float(np.exp(np.log(x).mean())) if x.size else float("nan")
-
-
-def read_csv(path: Path) -> list[dict]:
-    keep = ("graph", "family", "cluster", "best_heuristic")
-    with path.open() as f:
-        return [{k: v if k in keep else float(v) for k, v in r.items() if v != ""}
-                for r in csv.DictReader(f)]
 
 
 def per_case(records: list[dict], value) -> list[float]:
@@ -68,8 +55,8 @@ class Records:
     def __init__(self):
         from finetune import outside
         from pretrain import domains, headroom
-        self.test = read_csv(TEST) if TEST.exists() else []
-        self.zero = read_csv(TEST_ZERO) if TEST_ZERO.exists() else []
+        self.test = read_results(TEST) if TEST.exists() else []
+        self.zero = read_results(TEST_ZERO) if TEST_ZERO.exists() else []
         self.held = [r for r in domains.load_records(domains.RECORDS)
                      if r["variant"] == "linear"]
         self.floors = headroom.rows(headroom.LONG) if headroom.RECORDS.exists() else []

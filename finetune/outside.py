@@ -29,11 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+from pretrain.domains import geomean, local_search  # noqa: E402
 RUNS = ROOT / "runs" / "outside"
 RECORDS = HERE / "outside.jsonl"
 PAGE = HERE / "OUTSIDE.md"
@@ -54,24 +53,21 @@ def graph_file(spec, log) -> Path:
 
 def evaluate(spec, path: Path, cluster: str, seed: int) -> dict:
     """Every figure of the module docstring for one case and seed."""
-    from finetune.study import baselines, fresh_network, with_heuristics, without_heuristics
+    from finetune.study import (baselines, fresh_network, problem_case, with_heuristics,
+                                without_heuristics)
     from gplace import load_graph
     from gplace.cluster import load_cluster
     from gplace.cost import cost_model_for
     from gplace.gnn.placer import load_policy
-    from gplace.placers import SimMeasurer, get_placer
-    from gplace.placers.base import cheap_heuristics
     from gplace.problem import PlacementProblem
-    from gplace.sim import lower_bound
     graph = load_graph(str(path))
-    problem = PlacementProblem.build(graph, load_cluster(cluster), cost_model_for(path))
-    m = SimMeasurer(problem)
-    heur = {h: get_placer(h).place(problem, m, 0) for h in cheap_heuristics()}
+    problem, m, heur, bound = problem_case(
+        PlacementProblem.build(graph, load_cluster(cluster), cost_model_for(path)))
     feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
     best = min(feasible, key=feasible.get)
     rec = {"graph": spec.name, "family": spec.family, "cluster": cluster, "seed": seed,
            "ops": graph.num_ops, "units": problem.num_units, "best heuristic": feasible[best],
-           "best_heuristic": best, "lower bound": lower_bound(problem).bound_s}
+           "best_heuristic": best, "lower bound": bound}
     shipped = load_policy()[0]
     for tag, net in (("", shipped), ("untrained ", fresh_network(shipped, seed))):
         rec.update(without_heuristics(problem, m, net, seed, tag))
@@ -113,15 +109,6 @@ def run(seeds: list[int], log) -> None:
 
 
 # ---- the page -------------------------------------------------------------------------------
-def geomean(x) -> float:
-    x = np.asarray(list(x), np.float64)
-    return float(np.exp(np.log(x).mean())) if x.size else float("nan")
-
-
-def local_search(r: dict) -> float:
-    return min(r["hill 2400 +h"], r["anneal 2400 +h"])
-
-
 FIGURES = (  # (row, per-record ratio, what is counted: "at" at or below 1, "below" below 1)
     ("zero-shot / best heuristic", lambda r: r["zero-shot"] / r["best heuristic"], "at"),
     ("the same network untrained, zero-shot / best heuristic",

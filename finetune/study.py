@@ -64,18 +64,31 @@ def build_case(entry, cluster_name):
     from gplace.cluster import load_cluster
     from gplace.cost import CostModel
     from gplace.gnn.corpus import load_corpus_graph
-    from gplace.placers import SimMeasurer, get_placer
-    from gplace.placers.base import cheap_heuristics
     from gplace.problem import PlacementProblem
     from gplace.profile import CostProfile
-    from gplace.sim import lower_bound
     model = CostModel()
     if entry.profile is not None:
         model.add_profile(CostProfile.load(entry.profile))
-    problem = PlacementProblem.build(load_corpus_graph(entry), load_cluster(cluster_name), model)
+    return problem_case(PlacementProblem.build(load_corpus_graph(entry), load_cluster(cluster_name),
+                                               model))
+
+
+def problem_case(problem):
+    """(problem, its simulated measurer, the cheap heuristics' results, the lower bound)."""
+    from gplace.placers import SimMeasurer, get_placer
+    from gplace.placers.base import cheap_heuristics
+    from gplace.sim import lower_bound
     m = SimMeasurer(problem)
     heur = {h: get_placer(h).place(problem, m, 0) for h in cheap_heuristics()}
     return problem, m, heur, lower_bound(problem).bound_s
+
+
+def read_results(path: Path) -> list[dict]:
+    """The records of a results_*.csv: numbers as floats, names as strings."""
+    keep = ("graph", "family", "cluster", "best_heuristic")
+    with Path(path).open() as f:
+        return [{k: (v if k in keep else float(v)) for k, v in row.items() if v != ""}
+                for row in csv.DictReader(f)]
 
 
 def cached(cache: Path, key: str, compute) -> dict[str, float]:
@@ -376,9 +389,7 @@ def main(argv=None) -> int:
     out = Path(args.out)
     start = time.perf_counter()
     if args.from_csv:
-        records = [{k: (v if k in ("graph", "family", "cluster", "best_heuristic") else float(v))
-                    for k, v in row.items() if v != ""}
-                   for path in args.from_csv for row in csv.DictReader(path.open())]
+        records = [r for path in args.from_csv for r in read_results(path)]
     else:
         records = run(entries, args.seeds, args.checkpoint, out, args.mode, sys.stderr)
     if args.mode == "baselines":
