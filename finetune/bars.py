@@ -187,6 +187,7 @@ def unseen_cluster(rec: Records) -> list[tuple[str, str, str]]:
 def outside_corpus(rec: Records) -> list[tuple[str, str, str]]:
     """The bars on the architectures outside the corpus (finetune/OUTSIDE.md), one row each."""
     from finetune.outside import local_search
+    from pretrain.headroom import OUTSIDE
     if not rec.outside:
         return []
     where = "architectures outside the corpus (finetune/OUTSIDE.md)"
@@ -198,12 +199,13 @@ def outside_corpus(rec: Records) -> list[tuple[str, str, str]]:
             (0.90, "`ft 300 +h` / the best of hill climbing and annealing at 2400",
              lambda r: r["ft 300 +h"] / local_search(r), "at")):
         x = [ratio(r) for r in rec.outside]
-        out.append((f"{name} <= {bar:.2f}, {where}", figure(x, count),
+        floor = rec.floor(OUTSIDE) if ratio is ablation else ""
+        out.append((f"{name} <= {bar:.2f}, {where}", figure(x, count) + floor,
                     verdict(geomean(x), bar)))
     hdp = [ablation(r) for r in rec.outside if r["cluster"] == "hdp-8gpu"]
     if hdp:
         out.append((f"hdp-8gpu: pretrained / untrained at 100 samples <= 0.95, {where}",
-                    figure(hdp), verdict(geomean(hdp), 0.95)))
+                    figure(hdp) + rec.floor(OUTSIDE, "hdp-8gpu"), verdict(geomean(hdp), 0.95)))
     return out
 
 

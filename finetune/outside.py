@@ -51,22 +51,33 @@ def graph_file(spec, log) -> Path:
     return path
 
 
-def evaluate(spec, path: Path, cluster: str, seed: int) -> dict:
-    """Every figure of the module docstring for one case and seed."""
-    from finetune.study import (baselines, fresh_network, problem_case, with_heuristics,
-                                without_heuristics)
+def problem_of(path: Path, cluster: str):
+    """finetune.study.problem_case of a built graph: (problem, measurer, heuristics, bound)."""
+    from finetune.study import problem_case
     from gplace import load_graph
     from gplace.cluster import load_cluster
     from gplace.cost import cost_model_for
-    from gplace.gnn.placer import load_policy
     from gplace.problem import PlacementProblem
-    graph = load_graph(str(path))
-    problem, m, heur, bound = problem_case(
-        PlacementProblem.build(graph, load_cluster(cluster), cost_model_for(path)))
+    return problem_case(PlacementProblem.build(load_graph(str(path)), load_cluster(cluster),
+                                               cost_model_for(path)))
+
+
+def build_case(name: str, cluster: str):
+    """:func:`problem_of` the graph of datasets.outside.OUTSIDE called ``name``."""
+    from datasets.outside import OUTSIDE
+    spec = next(s for s in OUTSIDE if s.name == name)
+    return problem_of(graph_file(spec, sys.stderr), cluster)
+
+
+def evaluate(spec, path: Path, cluster: str, seed: int) -> dict:
+    """Every figure of the module docstring for one case and seed."""
+    from finetune.study import baselines, fresh_network, with_heuristics, without_heuristics
+    from gplace.gnn.placer import load_policy
+    problem, m, heur, bound = problem_of(path, cluster)
     feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
     best = min(feasible, key=feasible.get)
     rec = {"graph": spec.name, "family": spec.family, "cluster": cluster, "seed": seed,
-           "ops": graph.num_ops, "units": problem.num_units, "best heuristic": feasible[best],
+           "ops": problem.graph.num_ops, "units": problem.num_units, "best heuristic": feasible[best],
            "best_heuristic": best, "lower bound": bound}
     shipped = load_policy()[0]
     for tag, net in (("", shipped), ("untrained ", fresh_network(shipped, seed))):

@@ -9,7 +9,8 @@ pretrained policy that reached, with 100 samples, the fastest placement any meth
 would score exactly that. For every case (graph x cluster) of the leave-one-domain-out study
 (pretrain/domains.jsonl; the placements of the records of earlier zero-shot rules,
 pretrain.domains.ARCHIVES, count as known too) and of the test split's fine-tuning study
-(finetune/results_test.csv), this runs one long search, ``gplace place``'s fine-tuning from
+(finetune/results_test.csv) and of the architectures outside the corpus
+(finetune/outside.jsonl, finetune.outside), this runs one long search, ``gplace place``'s fine-tuning from
 the shipped policy with the cheap heuristics' placements as starts, LONG samples, seed 0 (``ft LONG +h``), and takes as
 "best known" the fastest of it and of every placement the two studies recorded for the case
 (every variant, seed and method, hill climbing and annealing at 2400 samples included).
@@ -37,6 +38,8 @@ PAGE = HERE / "HEADROOM.md"
 DOMAIN_RECORDS = HERE / "domains.jsonl"
 EARLIER_DOMAIN_RECORDS = tuple(path for path, *_ in ARCHIVES)  # their placements count as known
 TEST_RECORDS = ROOT / "finetune" / "results_test.csv"
+OUTSIDE_RECORDS = ROOT / "finetune" / "outside.jsonl"
+OUTSIDE = "outside the corpus"  # the study name of finetune.outside's cases
 LONG = 1200
 TIME_COLUMNS = ("zero-shot", "ft 100", "ft 100 +h", "ft 300 +h", "hill 2400 +h",
                 "anneal 2400 +h", "best heuristic")  # any variant's prefix before them
@@ -72,6 +75,8 @@ def study_cases() -> dict[tuple[str, str], dict]:
         with TEST_RECORDS.open() as f:
             for r in csv.DictReader(f):
                 add("test split", r["graph"], r["cluster"], r, "ft 100")
+    for r in _records(OUTSIDE_RECORDS):
+        add(OUTSIDE, r["graph"], r["cluster"], r, "ft 100")
     for c in cases.values():
         c["untrained"], c["pretrained"] = geomean(c["untrained"]), geomean(c["pretrained"])
     return cases
@@ -88,13 +93,17 @@ def _number(v) -> bool:
         return False
 
 
-def long_search(graph: str, cluster: str, budget: int) -> dict:
+def long_search(graph: str, cluster: str, budget: int, study: str = "") -> dict:
     """``ft budget +h`` from the shipped policy on the case, seed 0."""
-    from finetune.study import build_case
-    from gplace.gnn.corpus import list_corpus
     from gplace.gnn.placer import GNNPlacer, load_policy
-    entry = next(e for e in list_corpus(ROOT / "datasets") if e.name == graph)
-    problem, m, heur, bound = build_case(entry, cluster)
+    if study == OUTSIDE:
+        from finetune.outside import build_case
+        problem, m, heur, bound = build_case(graph, cluster)
+    else:
+        from finetune.study import build_case
+        from gplace.gnn.corpus import list_corpus
+        entry = next(e for e in list_corpus(ROOT / "datasets") if e.name == graph)
+        problem, m, heur, bound = build_case(entry, cluster)
     t0 = time.perf_counter()
     r = GNNPlacer(seed=0, policy=load_policy()[0]).place(
         problem, m, budget, seeds=[h.placement for h in heur.values()])
@@ -114,10 +123,10 @@ def run(budget: int, log) -> None:
     import torch
     torch.set_num_threads(1)
     done = load_records()
-    for graph, cluster in sorted(study_cases(), key=lambda k: (k[0], k[1])):
+    for (graph, cluster), case in sorted(study_cases().items()):
         if (graph, cluster) in done:
             continue
-        rec = long_search(graph, cluster, budget)
+        rec = long_search(graph, cluster, budget, case["study"])
         with RECORDS.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         print(f"headroom: {graph} {cluster}: ft {budget} +h {rec[f'ft {budget} +h'] * 1e3:.3f} "
@@ -195,8 +204,10 @@ much room there is. **Every step time is simulated** (measured CPU profiles for 
 the roofline model for GPUs): estimates, not measurements on hardware.
 
 Cases: the leave-one-domain-out study's (pretrain/DOMAINS.md: "pretrained" is the policy
-pretrained without the case's domain, ratios are geomeans over seeds 0-2 per case) and the
-test split's fine-tuning cases (finetune/RESULTS.md: "pretrained" is the shipped policy).
+pretrained without the case's domain, ratios are geomeans over seeds 0-2 per case), the
+test split's fine-tuning cases (finetune/RESULTS.md: "pretrained" is the shipped policy) and
+the architectures outside the corpus (finetune/OUTSIDE.md: the shipped policy, seeds 0-2,
+roofline costs).
 Rebuilt by `nice .venv/bin/python -m pretrain.headroom` (records in pretrain/headroom.jsonl),
 code at commit {commit}.
 
