@@ -112,7 +112,10 @@ def reading(rows: list[dict]) -> list[str]:
             f"(geomean of {n4}) and 100 samples take it to {f4:.3f}x. On local-procs the "
             f"zero-shot placement is {zl:.2f}x: these steps take 2-11 ms on one core, and the "
             "policy spreads them over two workers whose loopback link costs 176 us per "
-            "tensor; every heuristic keeps them on one worker, and fine-tuning ends at "
+            "tensor and as much of the receiving core (the list schedule charges both, but "
+            "decides unit by unit: a unit finishes sooner on the idle worker, and its "
+            "consumers pay the receipt later); every heuristic keeps them on one worker, and "
+            "fine-tuning ends at "
             f"{fl:.3f}x, returning the single-device placement on {single} of {nl}. One seed "
             "per case: differences of a few percent are within seed noise (the TensorFlow "
             "pages quote several seeds)."]

@@ -48,6 +48,31 @@ def data_ready(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, in
 
 
 @njit(cache=True, inline="always")
+def receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev, recv_s, recv_per_byte, got):
+    """The receiver CPU ``op``'s inputs take on device ``d`` before it runs, where links charge
+    it (``Link.recv_cpu_s``, ``recv_cpu_s_per_byte``): one receive task per producer on another
+    device whose data is not on ``d`` yet (``got[producer, d]``), none for control edges (0
+    bytes). The simulator runs a receive task on the receiver's lane when the tensor arrives;
+    here it runs just before the consumer, on its lane."""
+    r = 0.0
+    for e in range(pred_ptr[op], pred_ptr[op + 1]):
+        p = pred_op[e]
+        a = op_dev[p]
+        if a != d and pred_bytes[e] > 0.0 and not got[p, d]:
+            r += recv_s[a, d] + recv_per_byte[a, d] * pred_bytes[e]
+    return r
+
+
+@njit(cache=True, inline="always")
+def mark_received(op, d, pred_ptr, pred_op, pred_bytes, op_dev, got):
+    """Records that ``op``'s producers' data is on ``d`` (see :func:`receive_time`)."""
+    for e in range(pred_ptr[op], pred_ptr[op + 1]):
+        p = pred_op[e]
+        if op_dev[p] != d and pred_bytes[e] > 0.0:
+            got[p, d] = True
+
+
+@njit(cache=True, inline="always")
 def lane_free(lanes, lane_ptr, d):
     m = lanes[lane_ptr[d]]
     for k in range(lane_ptr[d] + 1, lane_ptr[d + 1]):

@@ -26,7 +26,9 @@ What still differs from the simulator:
   a producer's outputs read by one consumer count as one transfer of their summed bytes (the
   same arrival when the channel is idle); data ready = producer end + latency + bytes /
   bandwidth, the rank-order rollout's model;
-* receive tasks (links with ``recv_cpu_s``): not run on the receiver's lanes;
+* receive tasks (links with ``recv_cpu_s``): run on the receiving lane just before their
+  consumer, once per producer and device (gplace.gnn.decision.receive_time), where the
+  simulator runs each tensor's when it arrives;
 * ties at equal times between an op and a transfer (the simulator orders all tasks by one key).
 
 Where no transfer waits for a channel and no link charges a receive task, the forced rollout's
@@ -40,7 +42,8 @@ import numpy as np
 from numba import njit
 
 from gplace.gnn.decision import data_ready as ready_on
-from gplace.gnn.decision import decide, lane_free, run_on_lane
+from gplace.gnn.decision import (decide, lane_free, mark_received, receive_time,
+                                 run_on_lane)
 from gplace.sim.heap import bits, from_bits, pop, push
 
 WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
@@ -49,8 +52,8 @@ WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
 @njit(cache=True, nogil=True)
 def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, cost,
                      unit_of_op, unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency,
-                     inv_bw, need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced, follow,
-                     unit_dev, phi, mask):
+                     inv_bw, recv_s, recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb,
+                     hv, mode, u01, forced, follow, unit_dev, phi, mask):
     """gplace.gnn.schedule._rollout's arguments and results, ``order`` replaced by
     ``position`` and the successors; returns the makespan estimate."""
     n, nd = cost.shape[0], cost.shape[1]
@@ -65,6 +68,7 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
     ready, start = np.empty(nd), np.empty(nd)
     data_ready = np.zeros((n, nd))
     state = np.zeros(n, np.int64)
+    got = np.zeros((n if any_recv else 0, nd), np.bool_)
     pending = pred_ptr[1:] - pred_ptr[:-1]
     heaps = np.empty((2 * nd, 2 * max(n, 1)), np.int64)  # placed on d: row d; unplaced: nd + d
     size = np.zeros(2 * nd, np.int64)
@@ -85,6 +89,9 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
             for d in range(nd):
                 ready[d] = data_ready[op, d]
                 start[d] = max(ready[d], lane_free(lanes, lane_ptr, d))
+                if any_recv:
+                    start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev,
+                                             recv_s, recv_per_byte, got)
             d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
                        forced, follow, phi, mask)
@@ -93,6 +100,10 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
             state[op] = PLACED
             size[d] = push(heaps[d], size[d], bits(data_ready[op, d]), position[op])
             continue
+        if any_recv:
+            t += receive_time(op, k, pred_ptr, pred_op, pred_bytes, op_dev, recv_s,
+                              recv_per_byte, got)
+            mark_received(op, k, pred_ptr, pred_op, pred_bytes, op_dev, got)
         op_dev[op] = k
         finish[op] = t + cost[op, k]
         run_on_lane(lanes, lane_ptr, k, finish[op])

@@ -38,7 +38,7 @@ from numba import njit
 
 from gplace.gnn.decision import (DYN_FEATURES, FORCED, GREEDY, MASKED, MIXED, MIXED_SAMPLE,
                                  SAMPLE, UNIT_EFT, data_ready, decide, lane_free,
-                                 run_on_lane)
+                                 mark_received, receive_time, run_on_lane)
 from gplace.gnn.dispatch import dispatch_rollout
 from gplace.problem import PlacementProblem
 
@@ -68,7 +68,14 @@ class SchedArrays(NamedTuple):
     succ_ptr: np.ndarray    # (ops+1,) int64 CSR of aggregated out-edges (dispatch order)
     succ_op: np.ndarray     # (pairs,) int64
     position: np.ndarray    # (ops,) int64 topological position: the simulator's tie-break
+    recv_s: np.ndarray      # (D, D) float64 receiver CPU per transfer (Link.recv_cpu_s)
+    recv_per_byte: np.ndarray  # (D, D) float64 receiver CPU per byte (recv_cpu_s_per_byte)
     dispatch: bool = False  # take ops in the simulator's dispatch order (gplace.gnn.dispatch)
+
+    @property
+    def any_recv(self) -> bool:
+        """Some link charges the receiver's CPU (decision.receive_time)."""
+        return bool(self.recv_s.any() or self.recv_per_byte.any())
 
     @property
     def num_units(self) -> int:
@@ -101,6 +108,9 @@ def build_sched(problem: PlacementProblem, dispatch: bool = False) -> SchedArray
                           for d in range(nd)], axis=1) if n else np.zeros((nu, nd))
     lanes = np.array([d.lanes for d in problem.cluster.devices], np.int64)
     tau = float(view.best.mean()) if n else 1.0
+    links = problem.cluster.link_table()
+    recv = [np.zeros((nd, nd)) if m is None else np.ascontiguousarray(m, np.float64)
+            for m in (links.recv_cpu_s, links.recv_cpu_s_per_byte)]
     return SchedArrays(
         _rank_order(view, rank), view.pred_ptr, view.pred_op, view.pred_bytes,
         np.ascontiguousarray(time_s, np.float64), problem.unit_of_op.astype(np.int64),
@@ -108,7 +118,7 @@ def build_sched(problem: PlacementProblem, dispatch: bool = False) -> SchedArray
         np.concatenate([[0], np.cumsum(lanes)]).astype(np.int64),
         np.ascontiguousarray(view.latency), np.ascontiguousarray(view.inv_bw),
         view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12),
-        view.succ_ptr, view.succ_op, view.position, dispatch)
+        view.succ_ptr, view.succ_op, view.position, *recv, dispatch)
 
 
 def _rank_order(view, rank: np.ndarray) -> np.ndarray:
@@ -172,19 +182,22 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     if head is None:
         head = (np.zeros((0, DYN_FEATURES)), np.zeros((nu, 0)), np.zeros((nu, 0)))
     ha, hb, hv = (np.ascontiguousarray(x, np.float64) for x in head)
+    any_recv = a.any_recv
 
     def one(k: int) -> None:
         if a.dispatch:
             est[k] = dispatch_rollout(
                 a.position, a.pred_ptr, a.pred_op, a.pred_bytes, a.succ_ptr, a.succ_op, a.cost,
                 a.unit_of_op, a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr,
-                a.latency, a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
-                u01[k], forced[k], follow, placements[k], phi[k], mask[k])
+                a.latency, a.inv_bw, a.recv_s, a.recv_per_byte, any_recv, a.need, a.capacity,
+                a.tau, s64, w64, ha, hb, hv, mode, u01[k], forced[k], follow, placements[k],
+                phi[k], mask[k])
             return
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
-                          a.inv_bw, a.need, a.capacity, a.tau, s64, w64, ha, hb, hv, mode,
-                          u01[k], forced[k], follow, placements[k], phi[k], mask[k])
+                          a.inv_bw, a.recv_s, a.recv_per_byte, any_recv, a.need, a.capacity,
+                          a.tau, s64, w64, ha, hb, hv, mode, u01[k], forced[k], follow,
+                          placements[k], phi[k], mask[k])
 
     _for_each(one, count)
     return Rollouts(placements, phi, mask, est)
@@ -221,9 +234,11 @@ def _for_each(fn, count: int) -> None:
 
 @njit(cache=True, nogil=True)
 def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
-             adj_unit, adj_bytes, lane_ptr, latency, inv_bw, need, capacity, tau, s, w, ha, hb,
-             hv, mode, u01, forced, follow, unit_dev, phi, mask):
+             adj_unit, adj_bytes, lane_ptr, latency, inv_bw, recv_s, recv_per_byte, any_recv,
+             need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced, follow, unit_dev, phi,
+             mask):
     n, nd = cost.shape[0], cost.shape[1]
+    got = np.zeros((n if any_recv else 0, nd), np.bool_)
     finish = np.zeros(n)
     op_dev = np.zeros(n, np.int64)
     unit_dev[:] = -1
@@ -243,6 +258,9 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
             r = data_ready(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw)
             ready[d] = r
             start[d] = max(r, lane_free(lanes, lane_ptr, d))
+            if any_recv:
+                start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev, recv_s,
+                                         recv_per_byte, got)
         if placed < 0:
             d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
@@ -250,6 +268,8 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
             unit_dev[u] = d
             used[d] += need[u]
         d = unit_dev[u]
+        if any_recv:
+            mark_received(op, d, pred_ptr, pred_op, pred_bytes, op_dev, got)
         op_dev[op] = d
         finish[op] = start[d] + cost[op, d]
         run_on_lane(lanes, lane_ptr, d, finish[op])
