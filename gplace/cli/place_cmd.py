@@ -134,8 +134,13 @@ def _exact_line(exact) -> str:
 
 def add_torch_arguments(p: argparse.ArgumentParser) -> None:
     """--optimizer and --trust-pt2, the options of a PyTorch (.pt2) model."""
-    p.add_argument("--optimizer", choices=("sgd", "adam"), default=None,
-                   help=".pt2 only: the optimizer whose updates the step adds (default: sgd)")
+    p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
+                   help=".pt2 only: the optimizer whose updates the step adds: sgd (default), "
+                        "momentum (sgd with momentum 0.9), adam or adamw, with hyperparameters "
+                        "as e.g. sgd:momentum=0.9,nesterov=true,weight_decay=1e-4 or "
+                        "adamw:lr=3e-4,weight_decay=0.1 (keys: lr, momentum, dampening, "
+                        "nesterov, weight_decay for sgd; lr, beta1, beta2, eps, weight_decay "
+                        "for adam and adamw; lr 0.01 unless given)")
     p.add_argument("--trust-pt2", action="store_true",
                    help=".pt2 only: load a file that holds pickled objects (torch.export.load "
                         "unpickles them, which can run any code; refused without this flag)")
@@ -148,6 +153,9 @@ def torch_options(args) -> dict:
     given = {k: v for k, v in given.items() if v}
     if given and not str(args.model).lower().endswith(".pt2"):
         raise ConfigError("--optimizer and --trust-pt2 apply to PyTorch (.pt2) models only")
+    if "optimizer" in given:  # a bad name or value fails here, before the import
+        from gplace.torchfront.optim import parse_optimizer
+        given["optimizer"] = parse_optimizer(given["optimizer"])
     return given
 
 

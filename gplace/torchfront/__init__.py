@@ -2,6 +2,7 @@
 
     import gplace
     graph = gplace.load_graph("model.pt2", optimizer="adam")   # an OpGraph
+    graph = gplace.load_graph("model.pt2", optimizer="adamw:lr=3e-4,weight_decay=0.1")
     from gplace.torchfront import load_step, placed_step
     step = load_step("model.pt2", optimizer="adam")            # the functional step graph
     placed = placed_step(step, {op name: device, ...})         # runs it, part by part
@@ -35,7 +36,7 @@ def is_torch_source(source) -> bool:
     return isinstance(source, (str, Path)) and str(source).lower().endswith(PT2_SUFFIX)
 
 
-def load_step(path: str | Path, optimizer: str | OptimizerConfig | None = None,
+def load_step(path: str | Path, optimizer: str | dict | OptimizerConfig | None = None,
               trust: bool = False):
     """The StepGraph (gplace.torchfront.step) of the program saved at ``path``."""
     from gplace.torchfront.step import build_step
@@ -43,7 +44,7 @@ def load_step(path: str | Path, optimizer: str | OptimizerConfig | None = None,
     return build_step(program, optimizer_config(optimizer), label=str(path))
 
 
-def load_graph(path: str | Path, optimizer: str | OptimizerConfig | None = None,
+def load_graph(path: str | Path, optimizer: str | dict | OptimizerConfig | None = None,
                trust: bool = False, name: str | None = None) -> OpGraph:
     """The OpGraph of one training step of the program saved at ``path`` (forward, backward,
     the optimizer's updates); raises GraphError naming what it cannot import."""
@@ -58,7 +59,7 @@ def load_graph(path: str | Path, optimizer: str | OptimizerConfig | None = None,
 def _import_summary(graph: OpGraph, step, seconds: float) -> dict:
     """What ``gplace inspect`` prints about an import, in the TF importer's keys."""
     counted = sum(graph.meta["torch"]["counted_flops"])
-    return {"format": "torch.export", "optimizer": step.optimizer.name,
+    return {"format": "torch.export", "optimizer": step.optimizer.spec,
             "parameters": len(step.param_names), "buffers": len(step.buffer_names),
             "optimizer_states": len(step.state_names),
             "flops_from_torch_counter": float(counted),
@@ -66,7 +67,7 @@ def _import_summary(graph: OpGraph, step, seconds: float) -> dict:
             "unknown_dim": 1, "outputs_with_unknown_dims": 0, "loops": 0,
             "inlined_functions": {}, "kept_function_ops": {},
             "shape_inference": "torch.export example inputs",
-            "notes": [f"optimizer {step.optimizer.name}, lr {step.optimizer.lr}",
+            "notes": [f"optimizer {step.optimizer.describe()}",
                       f"FLOPs {counted:.4g} from torch.utils.flop_counter's formulas, "
                       f"{graph.flops.sum() - counted:.4g} estimated (gplace.torchfront.flops)"],
             "seconds": round(seconds, 4)}
@@ -78,11 +79,12 @@ def placed_step(step, op_devices: dict[str, str], device_map=None):
     return _placed(step, op_devices, device_map)
 
 
-def load_placed(path: str | Path, placement, optimizer: str | OptimizerConfig | None = None,
-                device_map=None, trust: bool = False):
+def load_placed(path: str | Path, placement,
+                optimizer: str | dict | OptimizerConfig | None = None, device_map=None,
+                trust: bool = False):
     """The placed step of the program at ``path``: ``placement`` is op name -> device (as
     ``PlacementResult.op_devices``) or the path of a placement.json that ``gplace place``
-    wrote (its optimizer is used unless ``optimizer`` is given)."""
+    wrote (its optimizer, name and hyperparameters, is used unless ``optimizer`` is given)."""
     import json
     if isinstance(placement, (str, Path)):
         record = json.loads(Path(placement).read_text())

@@ -4,7 +4,8 @@ Ops are the FX nodes (placeholders, ``get_attr`` constants and calls); a ``getit
 not an op but output ``i`` of the op it indexes, as a multi-output TensorFlow op. Names say
 the pass the way the TensorFlow importer's graphs do: ``params/<fqn>``, ``buffers/<fqn>``,
 ``optimizer/<fqn>/<state>``, ``inputs/<arg>``, ``gradients/<node>`` for the backward,
-``optimizer/<fqn>/sgd`` or ``/adam`` for the update, the FX node name for the forward.
+``optimizer/<fqn>/<kind>`` for the update (``sgd``, ``momentum``, ``adam`` or ``adamw``), the
+FX node name for the forward.
 
 Colocation (DESIGN.md, "Colocation is a hard constraint"; the rules TensorFlow applies to a
 variable's consumers, here made explicit):
@@ -104,7 +105,7 @@ def op_names(step: StepGraph, nodes: list[fx.Node]) -> list[str]:
         if node.op == "placeholder":
             names.append(by_placeholder[node.name])
         elif role == "optimizer":
-            names.append(f"optimizer/{step.owner[node.name]}/{step.optimizer.name}")
+            names.append(f"optimizer/{step.owner[node.name]}/{step.optimizer.kind}")
         elif role == "backward":
             names.append(f"gradients/{node.name}")
         else:
@@ -150,7 +151,7 @@ def to_op_graph(step: StepGraph, name: str, source: str = "") -> OpGraph:
             "roles": [step.role.get(n.name, "forward") for n in nodes],
             "counted_flops": flops[:, 0].tolist(),
             "module": [modules.get(n.name, "") for n in nodes],
-            "optimizer": step.optimizer.name}})
+            "optimizer": step.optimizer.as_dict()}})
     return graph.validate()
 
 

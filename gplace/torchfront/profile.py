@@ -98,7 +98,7 @@ def profile_step(step: StepGraph, graph: OpGraph, warmup: int = 2, steps: int = 
               "step_time_source": "median wall time of one step run node by node by an FX "
                                   "Interpreter (its per-node overhead included)",
               "time_coverage": float(op_time.sum() / wall) if wall > 0 else 0.0,
-              "optimizer": step.optimizer.name})
+              "optimizer": step.optimizer.spec})
 
 
 def profile_path(model: str | Path) -> Path:

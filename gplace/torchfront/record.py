@@ -36,8 +36,9 @@ def module_paths(step: StepGraph) -> dict[str, str]:
 
 
 def torch_record(graph: OpGraph, op_devices: dict[str, str]) -> dict:
-    """{"optimizer", "by_node": FX node -> device, "parameters": fqn -> device,
-    "by_module": module path -> {device: ops}} for an OpGraph from gplace.torchfront."""
+    """{"optimizer": name and hyperparameters (OptimizerConfig.as_dict), "by_node": FX node
+    -> device, "parameters": fqn -> device, "by_module": module path -> {device: ops}} for an
+    OpGraph from gplace.torchfront. load_placed also reads a record whose optimizer is a name."""
     meta = graph.meta["torch"]
     names = graph.names.tolist()
     devices = [op_devices[n] for n in names]

@@ -18,7 +18,7 @@ import torch
 from torch import fx, nn
 
 from gplace.errors import GraphError
-from gplace.torchfront.optim import (OptimizerConfig, adam_update, initial_state, sgd_update)
+from gplace.torchfront.optim import OptimizerConfig, initial_state, update_call
 from gplace.torchfront.program import one_line
 
 ROLES = ("param", "buffer", "state", "input", "forward", "backward", "optimizer")
@@ -184,9 +184,10 @@ def _add_states(step, graph, p_nodes, names, grads, i_nodes):
 
 
 def _add_updates(step, graph, output, p_nodes, names, grads, nodes, state_nodes):
-    """One update call per parameter with a gradient; returns the new-parameter nodes."""
+    """One update call per parameter with a gradient; returns the new-parameter nodes. The
+    new states replace the state placeholders in ``state_nodes`` (the step's outputs)."""
     states = {p.name: s for p, s in state_nodes}
-    cfg = step.optimizer
+    function, hyper = update_call(step.optimizer)
     new_params = []
     for p_node, name in zip(p_nodes, names):
         if name not in grads:
@@ -194,26 +195,27 @@ def _add_updates(step, graph, output, p_nodes, names, grads, nodes, state_nodes)
             continue
         grad = nodes[grads[name]]
         step.grad_of[_strip(name)] = grad.name
-        meta = p_node.meta["val"]
+        s = states[p_node.name]
         with graph.inserting_before(output):
-            if cfg.name == "adam":
-                s = states[p_node.name]
-                call = graph.call_function(adam_update, (p_node, grad, *s, cfg.lr, cfg.beta1,
-                                                         cfg.beta2, cfg.eps))
-                outs = [graph.call_function(operator.getitem, (call, i)) for i in range(4)]
-                vals = [meta, meta, meta, s[2].meta["val"]]
-                for o, v in zip(outs, vals):
-                    o.meta["val"] = torch.empty_like(v, device="meta")
-                call.meta["val"] = tuple(o.meta["val"] for o in outs)
-                # the new states replace the state placeholders in the outputs
-                states[p_node.name][:] = outs[1:]
-                new_params.append(outs[0])
-            else:
-                call = graph.call_function(sgd_update, (p_node, grad, cfg.lr))
-                call.meta["val"] = torch.empty_like(meta, device="meta")
-                new_params.append(call)
+            call = graph.call_function(function, (p_node, grad, *s, *hyper))
+            new_params.append(_update_outputs(graph, call, p_node, s))
         step.role[call.name], step.owner[call.name] = "optimizer", _strip(name)
     return new_params
+
+
+def _update_outputs(graph, call, p_node, states: list) -> fx.Node:
+    """Sets the update call's meta values; with state, indexes its outputs (new parameter,
+    new states) and puts the new states in ``states``. Returns the new-parameter node."""
+    vals = [p_node.meta["val"], *(s.meta["val"] for s in states)]
+    if not states:
+        call.meta["val"] = torch.empty_like(vals[0], device="meta")
+        return call
+    outs = [graph.call_function(operator.getitem, (call, i)) for i in range(len(vals))]
+    for o, v in zip(outs, vals):
+        o.meta["val"] = torch.empty_like(v, device="meta")
+    call.meta["val"] = tuple(o.meta["val"] for o in outs)
+    states[:] = outs[1:]
+    return outs[0]
 
 
 def _label_passes(step: StepGraph, loss: fx.Node, new_buffers: list[fx.Node]) -> None:

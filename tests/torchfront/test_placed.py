@@ -1,6 +1,7 @@
 """The placed program runs the same step: against the unsplit step graph (bit for bit), and
 against eager PyTorch with torch.optim (bit for bit on the examples where the eager kernels are
-the graph's; the LSTM, whose eager CPU kernel is fused, within 1e-5)."""
+the graph's, parameters and optimizer state over two steps for every optimizer; the LSTM,
+whose eager CPU kernel is fused, within 1e-5)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from gplace.examples.torch.models import build
-from gplace.torchfront.optim import OptimizerConfig, torch_optimizer
+from gplace.torchfront.optim import OptimizerConfig, optimizer_config, torch_optimizer
 from gplace.torchfront.placed import Move, default_device_map, placed_step
 
 TWO = ("/job:localhost/replica:0/task:0/device:GPU:0", "/job:localhost/replica:0/task:0/device:GPU:1")
@@ -31,7 +32,38 @@ def eager_step(name: str, optimizer: str):
     return loss.detach(), dict(module.named_parameters()), dict(module.named_buffers())
 
 
+def eager_steps(name: str, optimizer: str, steps: int):
+    """Losses, parameters, buffers and torch.optim's state by parameter after ``steps`` eager
+    steps on the example batch."""
+    module, batch = build(name)
+    opt = torch_optimizer(optimizer_config(optimizer), module.parameters())
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        loss = module(*batch)
+        loss.backward()
+        opt.step()
+        losses.append(loss.detach())
+    params = dict(module.named_parameters())
+    return losses, params, dict(module.named_buffers()), {n: opt.state[p] for n, p in
+                                                          params.items()}
+
+
+def graph_steps(step, steps: int):
+    """The same from the step graph: each step's new parameters, buffers and states are the
+    next step's inputs."""
+    inputs, losses = step.inputs, []
+    for _ in range(steps):
+        loss, params, buffers, states = step.split_outputs(step.run(inputs))
+        inputs = [*params, *buffers, *states, *step.batch]
+        losses.append(loss)
+    return losses, params, buffers, states
+
+
 SLOW = pytest.mark.slow
+NEW = ["momentum", "sgd:momentum=0.9,dampening=0.1,weight_decay=1e-4",
+       "sgd:momentum=0.9,nesterov=true,weight_decay=1e-4", "sgd:weight_decay=1e-3",
+       "adam:weight_decay=1e-4", "adamw", "adamw:lr=3e-4,weight_decay=0.1"]
 
 
 @pytest.mark.parametrize("name,optimizer", [("cnn", "adam"), ("gnn", "sgd"),
@@ -50,6 +82,32 @@ def test_the_step_graph_is_one_torch_optim_step_bit_for_bit(step_of, name, optim
         assert torch.equal(value, ref_buffers[fqn]), fqn
 
 
+@pytest.mark.parametrize("name,optimizer", [
+    *(("gnn", o) for o in NEW), ("cnn", "sgd:momentum=0.9,nesterov=true,weight_decay=1e-4"),
+    ("cnn", "adamw"), pytest.param("gpt", "adamw:lr=3e-4,weight_decay=0.1", marks=SLOW),
+    pytest.param("recsys", "momentum", marks=SLOW), pytest.param("cnn", "momentum", marks=SLOW),
+    pytest.param("gpt", "sgd:momentum=0.9,nesterov=true", marks=SLOW)])
+def test_two_steps_give_torch_optims_parameters_and_state_bit_for_bit(step_of, name,
+                                                                      optimizer):
+    """Step 2 starts from step 1's outputs: SGD's first-step buffer (a copy of the gradient,
+    the step count's role) and Adam's counts must carry over exactly."""
+    step, _ = step_of(name, optimizer)
+    losses, params, buffers, states = graph_steps(step, 2)
+    ref_losses, ref_params, ref_buffers, ref_state = eager_steps(name, optimizer, 2)
+    assert all(torch.equal(a, b) for a, b in zip(losses, ref_losses))
+    for fqn, value in zip(step.param_names, params):
+        assert torch.equal(value, ref_params[fqn].detach()), fqn
+    for fqn, value in zip(step.buffer_names, buffers):
+        assert torch.equal(value, ref_buffers[fqn]), fqn
+    compared = 0
+    for key, value in zip(step.state_names, states):
+        fqn, state = key.rsplit(".", 1)
+        if state in ref_state[fqn]:  # torch.optim.SGD keeps no step count
+            assert torch.equal(value, ref_state[fqn][state]), key
+            compared += 1
+    assert compared == sum(len(s) for s in ref_state.values())  # 0: SGD without momentum
+
+
 @pytest.mark.slow
 def test_the_lstm_step_matches_torch_optim_within_tolerance(step_of):
     step, _ = step_of("lstm", "sgd")
@@ -61,7 +119,9 @@ def test_the_lstm_step_matches_torch_optim_within_tolerance(step_of):
 
 
 @pytest.mark.parametrize("name,optimizer", [("cnn", "adam"), ("gnn", "sgd"),
-                                            pytest.param("gpt", "sgd", marks=SLOW)])
+                                            ("gnn", "momentum"),
+                                            pytest.param("gpt", "sgd", marks=SLOW),
+                                            pytest.param("cnn", "adamw", marks=SLOW)])
 def test_two_devices_through_the_moving_path_give_the_same_step(step_of, name, optimizer):
     step, graph = step_of(name, optimizer)
     placed = placed_step(step, random_placement(graph), {TWO[0]: "cpu", TWO[1]: "cpu"})

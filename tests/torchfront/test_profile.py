@@ -32,7 +32,8 @@ def test_gplace_place_a_pt2_with_finetuning(pt2, tmp_path, capsys):
     assert main(["place", str(pt2("gnn")), "--cluster", "post-4gpu", "--finetune", "100",
                  "--optimizer", "adam", "--out", str(out), "--json"]) == 0
     record = json.loads((out / "placement.json").read_text())
-    assert record["torch"]["optimizer"] == "adam"
+    assert record["torch"]["optimizer"] == {"name": "adam", "lr": 0.01, "beta1": 0.9,
+                                            "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0}
     assert set(record["torch"]["parameters"]) == {"conv1.lin.weight", "conv1.bias",
                                                   "conv2.lin.weight", "conv2.bias"}
     assert not (out / "placed.pb").exists()
