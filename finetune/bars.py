@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 from finetune.study import read_results  # noqa: E402
 from pretrain.domains import geomean  # noqa: E402
 OUT = ROOT / "finetune" / "tables_bars.md"
+ZERO_SHOT_FLOOR, SEARCH_FLOOR = "known / best heuristic", "known / local search"
 TEST, TEST_ZERO = (ROOT / "finetune" / f"results_test{s}.csv" for s in ("", "-zero-shot"))
 
 
@@ -63,12 +64,23 @@ class Records:
         self.outside = outside.load_records()
 
     def floor(self, study: str, cluster: str | None = None, words: str = "; the floor (best "
-              "placement known / untrained) {}") -> str:
+              "placement known / untrained) {}", field: str = "bound") -> str:
         """``words`` with the floor over the floors' cases of ``study`` (a prefix of their
-        study) and ``cluster``, or "" where there are none."""
-        x = [r["bound"] for r in self.floors if r["study"].startswith(study)
-             and cluster in (None, r["cluster"])]
+        study) and ``cluster``, or "" where there are none. ``field``: which floor
+        (pretrain.headroom.rows: "bound" for the ablation, "known / best heuristic" for
+        zero-shot, "known / local search" for `ft 300 +h`)."""
+        x = [r[field] for r in self.floors if r["study"].startswith(study)
+             and cluster in (None, r["cluster"]) and r[field] is not None]
         return words.format(f"{geomean(x):.3f}") if x else ""
+
+    def domain_floors(self, field: str) -> str:
+        """"; the floors (best placement known / ...) d1 x, d2 y" per held-out domain."""
+        from pretrain.domains import DOMAINS
+        cells = [f"{d} {v}" for d in DOMAINS
+                 if (v := self.floor(f"domain {d}", words="{}", field=field))]
+        what = "best heuristic" if field == ZERO_SHOT_FLOOR else "local search"
+        return (f"; the floors (best placement known / {what}) {', '.join(cells)}"
+                if cells else "")
 
     def by_domain(self, value, records: list[dict] | None = None) -> dict[str, float]:
         from pretrain.domains import DOMAINS
@@ -122,7 +134,9 @@ def zero_shot_test(rec: Records) -> list[tuple[str, str, str]]:
     if not rec.zero:
         return []
     x = per_case(rec.zero, lambda r: r["zero-shot"] / r["best heuristic"])
-    return [("zero-shot <= 0.85x the best heuristic, test split", figure(x, "at"),
+    floor = rec.floor("test split", words="; the floor (best placement known / best "
+                      "heuristic, the 12 fine-tuning cases) {}", field=ZERO_SHOT_FLOOR)
+    return [("zero-shot <= 0.85x the best heuristic, test split", figure(x, "at") + floor,
              verdict(geomean(x), 0.85))]
 
 
@@ -134,7 +148,8 @@ def zero_shot_held_out(rec: Records) -> list[tuple[str, str, str]]:
     untrained = geomean(r["untrained zero-shot"] / r["best heuristic"] for r in rec.held)
     return [("zero-shot <= 0.85x the best heuristic, held-out domains",
              f"{figure(x, 'at')}: {domain_cells(parts, 0.85)}; the untrained network "
-             f"{untrained:.3f}", verdict(geomean(x), 0.85, parts))]
+             f"{untrained:.3f}" + rec.domain_floors(ZERO_SHOT_FLOOR),
+             verdict(geomean(x), 0.85, parts))]
 
 
 def search_test(rec: Records) -> list[tuple[str, str, str]]:
@@ -145,7 +160,9 @@ def search_test(rec: Records) -> list[tuple[str, str, str]]:
     gap = per_case(rec.test, lambda r: r["ft 300 +h"] / r["lower bound"])
     return [("`ft 300 +h` <= 0.90x the best of hill climbing and annealing from the best "
              "heuristic at 2400, test split", f"{figure(x, 'at')}; {geomean(gap):.2f}x the "
-             f"lower bound ({min(gap):.2f}-{max(gap):.2f})", verdict(geomean(x), 0.90))]
+             f"lower bound ({min(gap):.2f}-{max(gap):.2f})"
+             + rec.floor("test split", words="; the floor (best placement known / local "
+                         "search) {}", field=SEARCH_FLOOR), verdict(geomean(x), 0.90))]
 
 
 def search_held_out(rec: Records) -> list[tuple[str, str, str]]:
@@ -162,8 +179,8 @@ def search_held_out(rec: Records) -> list[tuple[str, str, str]]:
              f"{figure(x, 'at')}: {domain_cells(parts, 0.90)}"
              + (f"; hdp-8gpu {geomean(hdp):.3f}" if hdp else "")
              + f"; the untrained network {untrained:.3f}; {geomean(gap):.2f}x the lower bound "
-             f"({min(gap):.2f}-{max(gap):.2f}, per case on pretrain/DOMAINS.md)",
-             verdict(geomean(x), 0.90, parts))]
+             f"({min(gap):.2f}-{max(gap):.2f}, per case on pretrain/DOMAINS.md)"
+             + rec.domain_floors(SEARCH_FLOOR), verdict(geomean(x), 0.90, parts))]
 
 
 def unseen_cluster(rec: Records) -> list[tuple[str, str, str]]:
@@ -192,14 +209,16 @@ def outside_corpus(rec: Records) -> list[tuple[str, str, str]]:
         return []
     where = "architectures outside the corpus (finetune/OUTSIDE.md)"
     out = []
-    for bar, name, ratio, count in (
-            (0.85, "pretrained / untrained at 100 samples", ablation, "below"),
-            (0.85, "zero-shot / best heuristic",
-             lambda r: r["zero-shot"] / r["best heuristic"], "at"),
+    for bar, name, ratio, count, field, of in (
+            (0.85, "pretrained / untrained at 100 samples", ablation, "below", "bound",
+             "untrained"),
+            (0.85, "zero-shot / best heuristic", lambda r: r["zero-shot"] / r["best heuristic"],
+             "at", ZERO_SHOT_FLOOR, "best heuristic"),
             (0.90, "`ft 300 +h` / the best of hill climbing and annealing at 2400",
-             lambda r: r["ft 300 +h"] / local_search(r), "at")):
+             lambda r: r["ft 300 +h"] / local_search(r), "at", SEARCH_FLOOR, "local search")):
         x = [ratio(r) for r in rec.outside]
-        floor = rec.floor(OUTSIDE) if ratio is ablation else ""
+        floor = rec.floor(OUTSIDE, words=f"; the floor (best placement known / {of}) {{}}",
+                          field=field)
         out.append((f"{name} <= {bar:.2f}, {where}", figure(x, count) + floor,
                     verdict(geomean(x), bar)))
     hdp = [ablation(r) for r in rec.outside if r["cluster"] == "hdp-8gpu"]
