@@ -99,7 +99,6 @@ def run_case(name: str, graph, cluster_name: str, time_limit: float) -> dict:
     """Every row of the module docstring for one small problem."""
     from gplace.cluster import load_cluster
     from gplace.cost import CostModel
-    from gplace.place import place
     from gplace.placers import SimMeasurer, get_placer
     from gplace.placers.base import cheap_heuristics
     from gplace.problem import PlacementProblem
@@ -113,23 +112,59 @@ def run_case(name: str, graph, cluster_name: str, time_limit: float) -> dict:
     for placer in ("hill", "anneal"):
         row[f"{placer} {BUDGET} +h"] = get_placer(placer, seed=0).place(
             problem, m, BUDGET, seeds=seeds).step_time_s
-    for budget in (0, 300):
-        t0 = time.perf_counter()
-        r = place(graph, cluster=cluster_name, finetune=budget, progress=False, log=io.StringIO())
-        assert r.problem.num_units == problem.num_units
-        row[f"place ft {budget}"] = r.step_time_s
-        row[f"place ft {budget} wall_s"] = time.perf_counter() - t0
-        if budget == 0:
-            row["zero-shot policy"] = r.summary.zero_shot_step_time_s
-        if budget == 300:  # the exact placer starts from it, as place --optimal does
-            tuned = r.unit_placement
-            assert abs(m.sim.run(tuned).step_time_s - r.step_time_s) <= 1e-9 * r.step_time_s
+    place_cols, tuned = place_columns(graph, cluster_name, problem.num_units)
+    row.update(place_cols)  # the exact placer starts from ``tuned`` too, as place --optimal does
+    assert abs(m.sim.run(tuned).step_time_s - row["place ft 300"]) <= 1e-9 * row["place ft 300"]
     exact = get_placer("optimal", seed=0, time_limit_s=time_limit, workers=2).place(
         problem, m, 0, seeds=seeds + [tuned])
     row["optimal"] = {"step_time_s": exact.step_time_s, **{k: v for k, v in exact.info.items()
                                                            if isinstance(v, (int, float, str))}}
     row["bounds"] = lower_bound(problem)._asdict()
     return row
+
+
+def place_columns(graph, cluster_name: str, units: int) -> tuple[dict, np.ndarray]:
+    """``place``'s columns of a small case (zero-shot and 300 fine-tuning samples, their wall
+    times, the policy's own zero-shot) and the fine-tuned placement, as place --optimal
+    starts the exact placer from it."""
+    from gplace.place import place
+    cols = {}
+    for budget in (0, 300):
+        t0 = time.perf_counter()
+        r = place(graph, cluster=cluster_name, finetune=budget, progress=False, log=io.StringIO())
+        assert r.problem.num_units == units
+        cols[f"place ft {budget}"] = r.step_time_s
+        cols[f"place ft {budget} wall_s"] = time.perf_counter() - t0
+        if budget == 0:
+            cols["zero-shot policy"] = r.summary.zero_shot_step_time_s
+    return cols, r.unit_placement
+
+
+def refresh_place(log) -> None:
+    """``place``'s columns again for every small record not made by this commit's code (after
+    a change to the policy or to gplace place's rules); the optimum, the bounds and the other
+    methods do not depend on them (the exact placer's starting placement only speeds it). The
+    record file is rewritten (atomically) after each case, stamped ``place_commit``."""
+    from gplace.io import atomic_write_text
+    from pretrain.domains import _commit as commit
+    now = commit()
+    keys = {k for k, r in load_records().items() if k.startswith("small ")
+            and r["units"] >= MIN_UNITS and r.get("place_commit") != now}
+    for name, make in small_graphs(log):
+        graph = None
+        for cluster_name in CLUSTERS:
+            key = f"small {name} {cluster_name}"
+            if key not in keys:
+                continue
+            graph = make() if graph is None else graph
+            records = load_records()
+            before = records[key]["place ft 300"]
+            cols, _ = place_columns(graph, cluster_name, records[key]["units"])
+            records[key].update(cols, place_commit=now)
+            atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
+                                               for r in records.values()))
+            print(f"{key}: place ft 300 {cols['place ft 300'] / before:.3f}x the record's",
+                  file=log, flush=True)
 
 
 def test_cases() -> dict[tuple[str, str], dict]:
@@ -529,7 +564,10 @@ def write_page(records: dict[str, dict]) -> None:
         "## The tight bound on the test split (full granularity)\n", bound_table(records) + "\n",
         "Rebuilt by `.venv/bin/python -m finetune.optimality --page-only` from "
         "finetune/optimality.jsonl (`nice .venv/bin/python -m finetune.optimality --time-limit 60` "
-        "runs the cases missing there; delete a line to rerun its case). Every step time on "
+        "runs the cases missing there; delete a line to rerun its case; `--refresh-place` "
+        "reruns only gplace place's columns, at commit "
+        f"{', '.join(sorted({r.get('place_commit', 'of the case') for r in rows}))} here). "
+        "Every step time on "
         "this page is simulated (roofline costs on the small cases; measured CPU profiles where "
         "the test split has them), none is measured on hardware.\n"]
     atomic_write_text(PAGE, "\n".join(p for p in parts if p))
@@ -539,8 +577,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--time-limit", type=float, default=120.0, help="CP-SAT seconds per case")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
+    ap.add_argument("--refresh-place", action="store_true",
+                    help="rerun only gplace place's columns of the small cases not made by this "
+                         "commit (after a change to the policy or its rules), then the page")
     args = ap.parse_args(argv)
-    if not args.page_only:
+    if args.refresh_place:
+        import torch
+        torch.set_num_threads(1)
+        refresh_place(sys.stderr)
+    elif not args.page_only:
         import torch
         torch.set_num_threads(1)
         run(args.time_limit, sys.stderr)
