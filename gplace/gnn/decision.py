@@ -5,8 +5,21 @@ gplace.gnn.schedule's docstring), mask and choice."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 from numba import njit
+
+from gplace.sim import jit_cache
+from gplace.sim import heap as _heap
+
+_HERE = Path(__file__).resolve().parent
+# numba inlines these functions (and gplace.sim.heap's) into the cached rollouts of
+# gplace.gnn.schedule and gplace.gnn.dispatch, whose cache follows only their own file
+KERNELS = jit_cache.Kernels(_HERE, (_HERE / "decision.py", _HERE / "dispatch.py",
+                                    _HERE / "schedule.py", Path(_heap.__file__).resolve()),
+                            "gplace-gnn-kernels.sha256")
+jit_cache.invalidate_all(KERNELS)
 
 DYN_FEATURES = 8
 UNIT_EFT = 7  # the feature index of the whole unit's earliest finish time (gplace.gnn.schedule)
@@ -52,8 +65,12 @@ def receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev, recv_s, recv_per_
     """The receiver CPU ``op``'s inputs take on device ``d`` before it runs, where links charge
     it (``Link.recv_cpu_s``, ``recv_cpu_s_per_byte``): one receive task per producer on another
     device whose data is not on ``d`` yet (``got[producer, d]``), none for control edges (0
-    bytes). The simulator runs a receive task on the receiver's lane when the tensor arrives;
-    here it runs just before the consumer, on its lane."""
+    bytes). The simulator runs a receive task per output tensor and device on the receiver's
+    lane when the tensor arrives; here it runs just before the consumer, on its lane, and per
+    producer: a producer's other outputs to the same device are not charged again, a tensor a
+    consumer reads twice is charged its bytes twice (the in-edges are summed per producer and
+    consumer), and an empty tensor is taken for a control edge. On local-procs the rollouts'
+    receive time is 0.1-7% below the simulator's at random placements of the test graphs."""
     r = 0.0
     for e in range(pred_ptr[op], pred_ptr[op + 1]):
         p = pred_op[e]

@@ -28,7 +28,7 @@ What still differs from the simulator:
   bandwidth, the rank-order rollout's model;
 * receive tasks (links with ``recv_cpu_s``): run on the receiving lane just before their
   consumer, once per producer and device (gplace.gnn.decision.receive_time), where the
-  simulator runs each tensor's when it arrives;
+  simulator runs one per tensor and device when it arrives;
 * ties at equal times between an op and a transfer (the simulator orders all tasks by one key).
 
 Where no transfer waits for a channel and no link charges a receive task, the forced rollout's

@@ -235,11 +235,63 @@ def test_dispatch_rollout_modes_follow_the_target_as_the_rank_orders_do():
 
 # ---- receive tasks (links that charge the receiver's CPU) ---------------------------------------
 
+def receive_problem(edges=(), control_edges=()):
+    """Three ops on local-procs (each transfer costs the receiving core 176 us + 0.8 ms/MB):
+    op 0 on worker 0, ops 1 and 2 on worker 1."""
+    from gplace.graph import OpGraph
+    g = OpGraph.from_lists([4e6, 1e6, 1e6], [1 << 20, 4096, 4096], edges, control_edges)
+    return PlacementProblem.build(g, load_cluster("local-procs")), np.array([[0, 1, 1]])
+
+
+def without_receive(a):
+    zero = np.zeros_like(a.recv_s)
+    return a._replace(recv_s=zero, recv_per_byte=zero)
+
+
+@pytest.mark.parametrize("dispatch", [True, False])
+def test_one_receive_task_per_tensor_and_device_as_the_simulator_runs_it(dispatch):
+    """Op 0's 1 MiB output feeds ops 1 and 2 on the other worker: the simulator runs one receive
+    task there before them, and so does the rollout (exactly: no queue, one lane each)."""
+    p, target = receive_problem(edges=[(0, 1), (0, 2)])
+    a = build_sched(p, dispatch=dispatch)
+    est = rollout(a, *heft_weights(p), FORCED, forced=target).estimate_s[0]
+    assert est == pytest.approx(simulated(p, target)[0], rel=1e-12)
+    blind = rollout(without_receive(a), *heft_weights(p), FORCED, forced=target).estimate_s[0]
+    link = p.cluster.link_table()
+    once = link.recv_cpu_s[0, 1] + link.recv_cpu_s_per_byte[0, 1] * (1 << 20)
+    assert est - blind == pytest.approx(once, rel=1e-9)
+
+
+@pytest.mark.parametrize("dispatch", [True, False])
+def test_a_control_edge_across_workers_costs_its_latency_and_no_receive_task(dispatch):
+    p, target = receive_problem(control_edges=[(0, 1), (0, 2)])
+    a = build_sched(p, dispatch=dispatch)
+    est = rollout(a, *heft_weights(p), FORCED, forced=target).estimate_s[0]
+    assert est == pytest.approx(simulated(p, target)[0], rel=1e-12)
+    assert est == rollout(without_receive(a), *heft_weights(p), FORCED, forced=target).estimate_s[0]
+
+
+@pytest.mark.parametrize("dispatch", [True, False])
+def test_a_decision_sees_the_receive_task_its_device_would_run(dispatch):
+    """Unit 1's features at its decision: on worker 1 (remote from op 0) its start, hence its
+    finish-time features, include the receipt; on worker 0 nothing changes."""
+    from gplace.gnn.schedule import UNIT_EFT
+    p, target = receive_problem(edges=[(0, 1), (0, 2)])
+    a = build_sched(p, dispatch=dispatch)
+    phi = rollout(a, *heft_weights(p), FORCED, forced=target).phi[0]
+    blind = rollout(without_receive(a), *heft_weights(p), FORCED, forced=target).phi[0]
+    assert phi[1, 1, UNIT_EFT] > blind[1, 1, UNIT_EFT] + 0.1
+    assert phi[1, 0, UNIT_EFT] == blind[1, 0, UNIT_EFT]
+
+
 @pytest.mark.parametrize("dispatch", [True, False])
 def test_the_estimate_charges_the_receivers_cpu_where_links_do(dispatch):
-    """local-procs charges each transfer 176 us and 0.8 ms/MB of the receiving core: at random
-    placements of the example graph the estimate is within 7% of the simulated step time (2.5%
-    in dispatch order); leaving the receive tasks out, as the rollouts did, reads 0.66-0.76x."""
+    """At random placements of the example graph on local-procs the estimate is within 1% of
+    the simulated step time in dispatch order (0.996-1.006 measured) and 6% in HEFT's order
+    (1.03-1.05); leaving the receive tasks out, as the rollouts did, reads 0.71-0.76x. The
+    rollout charges one receipt per producer and device where the simulator charges one per
+    output tensor and device (decision.receive_time): the two differ where a producer has
+    several outputs or a consumer reads one tensor twice."""
     from pathlib import Path
 
     from gplace import load_graph
@@ -252,9 +304,29 @@ def test_the_estimate_charges_the_receivers_cpu_where_links_do(dispatch):
     a = build_sched(p, dispatch=dispatch)
     assert a.any_recv
     off = np.abs(np.log(rollout(a, *heft_weights(p), FORCED, forced=target).estimate_s / step))
-    zero = np.zeros_like(a.recv_s)
-    blind = rollout(a._replace(recv_s=zero, recv_per_byte=zero), *heft_weights(p), FORCED,
+    blind = rollout(without_receive(a), *heft_weights(p), FORCED,
                     forced=target).estimate_s / step
-    assert off.max() < (0.025 if dispatch else 0.07)
+    assert off.max() < (0.01 if dispatch else 0.06)
     assert (blind < 0.8).all()
 
+
+def test_an_edit_to_the_shared_decision_code_drops_the_cached_rollouts(tmp_path, monkeypatch):
+    """numba inlines gplace.gnn.decision (and gplace.sim.heap) into the cached rollouts, but
+    keys their cache by schedule.py's and dispatch.py's own files: a stale rollout there would
+    keep running the decision code before an edit. Their cache files go when any of the
+    sources changes (gplace.sim.jit_cache)."""
+    from numba.core import config
+
+    from gplace.gnn.decision import KERNELS
+    from gplace.sim import jit_cache
+    assert {p.name for p in KERNELS.sources} == {"decision.py", "dispatch.py", "schedule.py",
+                                                 "heap.py"}
+    monkeypatch.setattr(config, "CACHE_DIR", str(tmp_path))
+    ours = [d for d in jit_cache.cache_dirs(KERNELS) if tmp_path in d.parents]
+    assert len(ours) == 1 and ours[0].name.startswith("gnn_")
+    ours[0].mkdir()
+    (ours[0] / "schedule._rollout-223.py311.nbi").write_bytes(b"x")
+    (ours[0] / KERNELS.stamp).write_text("an older digest")
+    jit_cache.invalidate_all(KERNELS)
+    assert not (ours[0] / "schedule._rollout-223.py311.nbi").exists()
+    assert (ours[0] / KERNELS.stamp).read_text() == jit_cache.sources_digest(KERNELS)
