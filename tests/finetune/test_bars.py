@@ -23,6 +23,8 @@ def test_the_verdict_names_the_parts_that_miss_the_bar():
     assert bars.verdict(0.95, 0.92) == "**no**"
     assert bars.verdict(0.90, 0.92) == "yes"
     assert bars.verdict(0.90, 0.92, {"a": 0.85, "b": 0.93}) == "yes over all; b no"
+    assert bars.verdict(0.90, 0.92, {"a": 0.93, "b": 0.93}, {"a": 0.95, "b": 0.90}) == \
+        "yes over all; a, b no (the bar is below the floor of a)"
 
 
 def write_test_records(path: Path) -> None:
