@@ -147,27 +147,37 @@ def refresh_place(log) -> None:
     depend on them. The exact placer started from the earlier ``place ft 300`` placement and
     returns at most its start, so where the new one is faster the exact placer's column takes
     it (``optimal.start_refreshed``; not solved again): a certified optimum cannot move."""
-    from gplace.io import atomic_write_text
     from pretrain.domains import _commit as commit
     now = commit()
     keys = {k for k, r in load_records().items() if k.startswith("small ")
             and r["units"] >= MIN_UNITS and r.get("place_commit") != now}
+    for key, graph, cluster_name in small_cases(keys, log):
+        records = load_records()
+        before = records[key]["place ft 300"]
+        cols, _ = place_columns(graph, cluster_name, records[key]["units"])
+        records[key].update(cols, place_commit=now)
+        exact_takes_its_start(records[key])
+        rewrite_records(records)
+        print(f"{key}: place ft 300 {cols['place ft 300'] / before:.3f}x the record's",
+              file=log, flush=True)
+
+
+def small_cases(keys: set[str], log):
+    """(key, graph, cluster name) of each small case in ``keys``, each graph built once."""
     for name, make in small_graphs(log):
         graph = None
         for cluster_name in CLUSTERS:
             key = f"small {name} {cluster_name}"
-            if key not in keys:
-                continue
-            graph = make() if graph is None else graph
-            records = load_records()
-            before = records[key]["place ft 300"]
-            cols, _ = place_columns(graph, cluster_name, records[key]["units"])
-            records[key].update(cols, place_commit=now)
-            exact_takes_its_start(records[key])
-            atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
-                                               for r in records.values()))
-            print(f"{key}: place ft 300 {cols['place ft 300'] / before:.3f}x the record's",
-                  file=log, flush=True)
+            if key in keys:
+                graph = make() if graph is None else graph
+                yield key, graph, cluster_name
+
+
+def rewrite_records(records: dict[str, dict]) -> None:
+    """finetune/optimality.jsonl from ``records``, atomically."""
+    from gplace.io import atomic_write_text
+    atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
+                                       for r in records.values()))
 
 
 def exact_takes_its_start(record: dict) -> bool:
@@ -253,27 +263,19 @@ def ablation(graph, cluster_name: str) -> dict[str, list[float]]:
 def add_ablation(log) -> None:
     """ABLATION's columns for the small records that lack them; the record file is rewritten
     (atomically) after each case."""
-    from gplace.io import atomic_write_text
     from pretrain.domains import _commit as commit
     keys = {k for k, r in load_records().items() if k.startswith("small ")
             and r["units"] >= MIN_UNITS and not all(c in r for c in ABLATION)}
-    for name, make in small_graphs(log):
-        graph = None
-        for cluster_name in CLUSTERS:
-            key = f"small {name} {cluster_name}"
-            if key not in keys:
-                continue
-            graph = make() if graph is None else graph
-            t0 = time.perf_counter()
-            cols = ablation(graph, cluster_name)
-            records = load_records()
-            records[key].update(cols, ablation_commit=commit(),
-                                ablation_wall_s=time.perf_counter() - t0)
-            atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
-                                               for r in records.values()))
-            print(f"{key}: ft 100 pretrained / untrained "
-                  f"{geomean(cols[ABLATION[0]]) / geomean(cols[ABLATION[1]]):.3f}", file=log,
-                  flush=True)
+    for key, graph, cluster_name in small_cases(keys, log):
+        t0 = time.perf_counter()
+        cols = ablation(graph, cluster_name)
+        records = load_records()
+        records[key].update(cols, ablation_commit=commit(),
+                            ablation_wall_s=time.perf_counter() - t0)
+        rewrite_records(records)
+        print(f"{key}: ft 100 pretrained / untrained "
+              f"{geomean(cols[ABLATION[0]]) / geomean(cols[ABLATION[1]]):.3f}", file=log,
+              flush=True)
 
 
 def run(time_limit: float, log) -> None:
