@@ -72,7 +72,9 @@ def render(s: dict) -> str:
         f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
         "TensorFlow's statistics, the rest estimated)",
         f"params         {s['param_bytes'] / 2**20:,.1f} MiB",
-        f"loops          {im.get('loops', 0)} TF1 loop frames",
+        f"loops          {im.get('loops', 0)} TF1 loop frames" + (
+            "; simulated as one trip: a tensor that crosses devices inside a loop counts once "
+            "per step, where TensorFlow sends it every iteration" if im.get("loops") else ""),
         f"functions      {sum(im.get('inlined_functions', {}).values())} calls inlined, "
         f"{len(im.get('kept_function_ops', {}))} kept as one op",
         f"unknown dims   {im.get('outputs_with_unknown_dims', 0):,} outputs (counted as "
