@@ -10,6 +10,12 @@ database idea: measured tables and analytic estimates behind one interface, save
   ``bandwidth`` are the device figures shared by its ``lanes`` (each lane gets 1/lanes of them).
   ``eff`` is fitted per device kind on measured profiles (least squares in log space, i.e. the
   geometric mean of estimate / measured) and otherwise a documented default.
+
+TF1 loops: a profile counts each op's executions per step (``CostProfile.op_runs``), and its
+times are sums over them. The simulator runs a loop body once, so a roofline estimate (the
+time of one execution) is multiplied by the op's runs, and a tensor that crosses devices is
+sent once per run of its consumer (:func:`transfer_repeats`): in TensorFlow a Send/Recv pair
+inside a loop frame runs every iteration. Without recorded runs every op runs once.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ class OpCosts(NamedTuple):
     measured: np.ndarray      # (ops, devices) bool: time_s came from a profile
     estimated: np.ndarray     # (devices,) bool: some op's time on the device is a roofline estimate
     notes: tuple[str, ...]    # one line per device: "gpu0 (k80): roofline, efficiency 0.50"
+    runs: np.ndarray | None = None  # (ops,) int64 executions per step (None: 1 each)
 
     @property
     def summary(self) -> str:
@@ -67,12 +74,29 @@ def bytes_touched(graph: OpGraph) -> np.ndarray:
     return inputs + graph.output_bytes.astype(np.float64)
 
 
-def roofline_s(graph: OpGraph, device: Device, efficiency: float) -> np.ndarray:
-    """(ops,) seconds by the roofline; each of ``device.lanes`` lanes gets 1/lanes of it."""
+def roofline_s(graph: OpGraph, device: Device, efficiency: float,
+               runs: np.ndarray | None = None) -> np.ndarray:
+    """(ops,) seconds by the roofline, times each op's ``runs`` per step where given; each of
+    ``device.lanes`` lanes gets 1/lanes of it."""
     peak = device.peak_flops * efficiency / device.lanes
     bandwidth = device.mem_bandwidth * efficiency / device.lanes
-    return device.launch_overhead_s + np.maximum(graph.flops / peak,
+    once = device.launch_overhead_s + np.maximum(graph.flops / peak,
                                                  bytes_touched(graph) / bandwidth)
+    return once if runs is None else once * runs
+
+
+def transfer_repeats(graph: OpGraph, runs: np.ndarray | None) -> np.ndarray:
+    """(outputs,) float64: how many times per step an output crosses to a device that reads
+    it: the most runs of its forward consumers (consumers of one output share a loop frame:
+    a loop-invariant Enter's output is read every iteration, an Exit's once), 1 without runs."""
+    n_out = int(graph.out_ptr[-1])
+    repeats = np.ones(n_out, np.float64)
+    if runs is None:
+        return repeats
+    fwd = ~graph.edge_back
+    out = graph.out_ptr[graph.edge_src[fwd]] + graph.edge_src_out[fwd]
+    np.maximum.at(repeats, out, runs[graph.edge_dst[fwd]].astype(np.float64))
+    return repeats
 
 
 def fit_efficiency(graph: OpGraph, profile: CostProfile, device: Device) -> tuple[float, int]:
@@ -80,8 +104,9 @@ def fit_efficiency(graph: OpGraph, profile: CostProfile, device: Device) -> tupl
     above the launch overhead and nonzero work, R the roofline at e = 1 without launch; the
     closed form is the geometric mean of R / (t - launch). Returns (e, ops used)."""
     times, found = profile.times_for(graph.names)
-    work = roofline_s(graph, device, 1.0) - device.launch_overhead_s
-    net = times - device.launch_overhead_s
+    runs = profile.runs_for(graph.names)
+    work = (roofline_s(graph, device, 1.0) - device.launch_overhead_s) * runs
+    net = times - device.launch_overhead_s * runs
     use = found & (net > 0) & (work > 0)
     if not use.any():
         return math.nan, 0
@@ -137,9 +162,10 @@ class CostModel:
         temp = np.zeros((n, nd), np.int64)
         measured = np.zeros((n, nd), bool)
         notes = []
+        runs = self.runs(graph)
         for d, device in enumerate(cluster.devices):
             eff, source = self.efficiency(device.kind)
-            time_s[:, d] = roofline_s(graph, device, eff)
+            time_s[:, d] = roofline_s(graph, device, eff, runs)
             profile = self.profiles.get((device.kind, graph.meta.get("name", "")))
             if profile is not None:
                 t, found = profile.times_for(graph.names)
@@ -152,7 +178,15 @@ class CostModel:
             notes.append(f"{device.name} ({device.kind}): {what}"
                          + ("" if count == n else f", efficiency {eff:.3g} ({source})"))
         return OpCosts(time_s, temp, graph.output_bytes, measured, ~measured.all(axis=0)
-                       if n else np.zeros(nd, bool), tuple(notes))
+                       if n else np.zeros(nd, bool), tuple(notes), runs)
+
+    def runs(self, graph: OpGraph) -> np.ndarray | None:
+        """(ops,) executions per step from the first profile of ``graph`` that recorded them
+        (they depend on the graph, not the device); None where none did."""
+        for (_, name), profile in self.profiles.items():
+            if name == graph.meta.get("name", "") and profile.op_runs is not None:
+                return profile.runs_for(graph.names)
+        return None
 
     # ---- persistence -----------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
@@ -172,7 +206,8 @@ class CostModel:
                 op_time_s=np.asarray(p["op_time_s"], np.float64),
                 op_output_bytes=np.asarray(p["op_output_bytes"], np.int64),
                 op_temp_bytes=np.asarray(p["op_temp_bytes"], np.int64),
-                step_time_s=float(p["step_time_s"]), meta=p.get("meta", {}))
+                step_time_s=float(p["step_time_s"]), meta=p.get("meta", {}),
+                op_runs=np.asarray(p["op_runs"], np.int64) if "op_runs" in p else None)
                 for p in record["profiles"]]
         except (KeyError, TypeError) as e:
             raise ConfigError(f"{path}: cost model is missing or has a wrong field ({e})") from None
@@ -192,7 +227,7 @@ def _profile_record(p: CostProfile) -> dict:
             "op_names": p.op_names.tolist(), "op_time_s": p.op_time_s.tolist(),
             "op_output_bytes": p.op_output_bytes.tolist(),
             "op_temp_bytes": p.op_temp_bytes.tolist(), "step_time_s": p.step_time_s,
-            "meta": p.meta}
+            "meta": p.meta, **({} if p.op_runs is None else {"op_runs": p.op_runs.tolist()})}
 
 
 def cost_model_for(source) -> CostModel:

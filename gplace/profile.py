@@ -31,6 +31,8 @@ class CostProfile:
     op_temp_bytes: np.ndarray  # (profiled ops,) int64: temporary memory the kernel allocated
     step_time_s: float         # median wall time of one traced training step
     meta: dict[str, Any] = field(default_factory=dict)  # tf version, threads, steps, coverage
+    op_runs: np.ndarray | None = None  # (profiled ops,) int64: executions per step (a TF1
+    #                                    loop's ops run once per iteration); None: not recorded
 
     @property
     def coverage(self) -> float:
@@ -46,10 +48,26 @@ class CostProfile:
         times[found] = self.op_time_s[idx[found]]
         return times, found
 
+    def runs_for(self, names: np.ndarray) -> np.ndarray:
+        """(names,) int64 executions per step of each op: the recorded count, at least 1 (an
+        untaken branch's ops, unrecorded counts and ops outside the profile count once)."""
+        runs = np.ones(len(names), np.int64)
+        if self.op_runs is None:
+            return runs
+        lookup = {n: i for i, n in enumerate(self.op_names.tolist())}
+        idx = np.array([lookup.get(n, -1) for n in names.tolist()], np.int64)
+        found = idx >= 0
+        runs[found] = np.maximum(self.op_runs[idx[found]], 1)
+        return runs
+
     def save(self, path: str | os.PathLike) -> None:
         record = asdict(self)
         for key in ("op_names", "op_time_s", "op_output_bytes", "op_temp_bytes"):
             record[key] = getattr(self, key).tolist()
+        if self.op_runs is None:
+            del record["op_runs"]
+        else:
+            record["op_runs"] = self.op_runs.tolist()
         record["format_version"] = FORMAT_VERSION
         write_gzip_json(path, record)
 
@@ -64,6 +82,8 @@ class CostProfile:
                 op_time_s=np.asarray(record["op_time_s"], np.float64),
                 op_output_bytes=np.asarray(record["op_output_bytes"], np.int64),
                 op_temp_bytes=np.asarray(record["op_temp_bytes"], np.int64),
-                meta=record.get("meta", {}))
+                meta=record.get("meta", {}),
+                op_runs=(np.asarray(record["op_runs"], np.int64) if "op_runs" in record
+                         else None))
         except KeyError as e:
             raise ConfigError(f"{path}: profile is missing the field {e.args[0]!r}") from None

@@ -18,7 +18,10 @@ Fields, per op and traced step, then the median over steps:
 - output bytes: sum of ``output[].tensor_description.allocation_description.requested_bytes``
   of one execution (the largest, for loop ops); forwarding ops (Identity, Reshape) report the
   bytes of the buffer they pass on;
-- temp bytes: ``memory_stats.temp_memory_size`` (scratch the kernel allocated and freed).
+- temp bytes: ``memory_stats.temp_memory_size`` (scratch the kernel allocated and freed);
+- runs: how many times the op executed in the step (``CostProfile.op_runs``): the iterations of
+  the TF1 loops around it, 1 outside loops. The simulator runs a loop body once with these
+  summed times, and repeats a transfer or a roofline estimate by the runs (``gplace.cost``).
 
 Step time (``CostProfile.step_time_s``): the median over the traced steps of the step's span in
 step_stats (first op start to last op end), the same steps the op times come from, so
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import platform
 import time
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import date
 
@@ -63,6 +67,7 @@ class OpStats:
     time_s: float = 0.0
     output_bytes: int = 0
     temp_bytes: int = 0
+    runs: int = 0
 
 
 def step_op_stats(step_stats, graph_names: set[str]) -> dict[str, OpStats]:
@@ -76,6 +81,7 @@ def step_op_stats(step_stats, graph_names: set[str]) -> dict[str, OpStats]:
             s = stats.setdefault(name, OpStats())
             end = ns.op_end_rel_nanos or ns.op_end_rel_micros * 1000
             s.time_s += end * 1e-9
+            s.runs += 1
             out = sum(o.tensor_description.allocation_description.requested_bytes
                       for o in ns.output)
             s.output_bytes = max(s.output_bytes, out)
@@ -95,8 +101,8 @@ def step_span_s(step_stats) -> float:
 
 
 def aggregate(steps: list[dict[str, OpStats]]) -> tuple[list[str], np.ndarray, np.ndarray,
-                                                         np.ndarray]:
-    """(names, time_s, output_bytes, temp_bytes): per-op medians over steps, in name order.
+                                                         np.ndarray, np.ndarray]:
+    """(names, time_s, output_bytes, temp_bytes, runs): per-op medians over steps, in name order.
 
     An op missing from a step (an untaken Switch branch) counts as 0 in that step.
     """
@@ -105,9 +111,10 @@ def aggregate(steps: list[dict[str, OpStats]]) -> tuple[list[str], np.ndarray, n
     def med(field):
         return np.median([[getattr(s.get(n, zero), field) for n in names] for s in steps], axis=0)
     if not names:
-        return names, np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return names, np.zeros(0), np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(
+            0, np.int64)
     return (names, med("time_s").astype(np.float64), med("output_bytes").astype(np.int64),
-            med("temp_bytes").astype(np.int64))
+            med("temp_bytes").astype(np.int64), med("runs").astype(np.int64))
 
 
 def machine_description() -> str:
@@ -170,12 +177,7 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
                   cfg: ProfileConfig = ProfileConfig()) -> CostProfile:
     """Runs the step graph and returns its CostProfile (see the module docstring)."""
     import tensorflow as tf
-    g, init = import_with_initializer(graph_def)
-    graph_names = {n.name for n in graph_def.node}
-    target = g.get_operation_by_name(fetch)
-    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
-    with tf.compat.v1.Session(graph=g, config=session_config(cfg)) as sess:
-        sess.run(init)
+    with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names):
         for _ in range(cfg.warmup_steps):
             sess.run(target)
         steps, spans, traced_wall = [], [], []
@@ -191,7 +193,7 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
             t0 = time.perf_counter()
             sess.run(target)
             timed.append(time.perf_counter() - t0)
-    names, times, out_bytes, temp_bytes = aggregate(steps)
+    names, times, out_bytes, temp_bytes, runs = aggregate(steps)
     step_time = float(np.median(spans))
     meta = {
         "tf_version": tf.__version__, **asdict(cfg),
@@ -213,4 +215,30 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
     return CostProfile(graph=name, device_kind="cpu", machine=machine_description(),
                        op_names=np.asarray(names, dtype=str), op_time_s=times,
                        op_output_bytes=out_bytes, op_temp_bytes=temp_bytes,
-                       step_time_s=step_time, meta=meta)
+                       step_time_s=step_time, meta=meta, op_runs=runs)
+
+
+def count_runs(graph_def, fetch: str = "step_loss", cfg: ProfileConfig = ProfileConfig()
+               ) -> dict[str, int]:
+    """{op name: executions in one traced step} (the trip counts of the TF1 loops around each
+    op; ops that did not run are absent), after one untraced step. The counts, not the times,
+    of :func:`profile_graph`, for a profile measured before it recorded them."""
+    import tensorflow as tf
+    with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names):
+        sess.run(target)
+        md = tf.compat.v1.RunMetadata()
+        sess.run(target, options=options, run_metadata=md)
+    return {n: s.runs for n, s in step_op_stats(md.step_stats, graph_names).items()}
+
+
+@contextmanager
+def _step_session(graph_def, fetch: str, cfg: ProfileConfig):
+    """(session with every variable set, the fetched op, FULL_TRACE run options, the graph's
+    op names) for the step graph, in :func:`session_config`'s session."""
+    import tensorflow as tf
+    g, init = import_with_initializer(graph_def)
+    target = g.get_operation_by_name(fetch)
+    options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
+    with tf.compat.v1.Session(graph=g, config=session_config(cfg)) as sess:
+        sess.run(init)
+        yield sess, target, options, {n.name for n in graph_def.node}

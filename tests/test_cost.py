@@ -3,7 +3,8 @@ import math
 import numpy as np
 
 from gplace.cluster import load_cluster
-from gplace.cost import CostModel, CostModelConfig, bytes_touched, fit_efficiency, roofline_s
+from gplace.cost import (CostModel, CostModelConfig, bytes_touched, fit_efficiency, roofline_s,
+                         transfer_repeats)
 from gplace.graph import OpGraph
 from gplace.profile import CostProfile
 
@@ -63,3 +64,33 @@ def test_fit_recovers_a_known_efficiency_and_round_trips(tmp_path):
     loaded = CostModel.load(tmp_path / "cm.json.gz")
     np.testing.assert_array_equal(loaded.costs(g, cl).time_s, model.costs(g, cl).time_s)
     assert loaded.fitted == model.fitted
+
+
+def test_runs_scale_roofline_estimates_not_measured_times():
+    g, cl = graph(), load_cluster("post-2gpu")
+    runs = np.ones(30, np.int64)
+    runs[5:10] = 20
+    measured = profile(g, "k80", np.full(30, 1e-3))
+    looped = CostProfile(**{**measured.__dict__, "op_runs": runs})
+    plain = CostModel(profiles=[measured]).costs(g, cl)
+    costs = CostModel(profiles=[looped]).costs(g, cl)
+    assert plain.runs is None and costs.runs.tolist() == runs.tolist()
+    np.testing.assert_array_equal(costs.time_s[:, 1:], plain.time_s[:, 1:])  # measured: sums
+    np.testing.assert_array_equal(costs.time_s[:, 0], plain.time_s[:, 0] * runs)  # the CPU's
+
+
+def test_transfer_repeats_follow_the_consumers_runs():
+    # op0 -> op1 (runs 4), op0 -> op2 (runs 1); op1 -> op3 (runs 1); op2 has no consumer
+    g = OpGraph.from_lists([0.0] * 4, [8] * 4, [(0, 1), (0, 2), (1, 3)])
+    assert transfer_repeats(g, None).tolist() == [1.0] * 4
+    assert transfer_repeats(g, np.array([1, 4, 1, 1])).tolist() == [4.0, 1.0, 1.0, 1.0]
+
+
+def test_fit_counts_every_run_of_a_looped_op():
+    g, cl = graph(), load_cluster("local")
+    cpu = cl.devices[0]
+    runs = np.where(np.arange(30) % 3 == 0, 8, 1)
+    truth = roofline_s(g, cpu, 0.2, runs)  # a loop's measured time sums its runs
+    looped = CostProfile(**{**profile(g, "cpu", truth).__dict__, "op_runs": runs})
+    eff, used = fit_efficiency(g, looped, cpu)
+    assert used == 30 and math.isclose(eff, 0.2, rel_tol=1e-9)

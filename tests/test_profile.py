@@ -56,3 +56,16 @@ def test_load_refuses_other_files_with_one_line(tmp_path):
     _write(tmp_path / "partial.json.gz", {"format_version": 1, "graph": "g"})
     with pytest.raises(ConfigError, match="missing the field 'device_kind'"):
         CostProfile.load(tmp_path / "partial.json.gz")
+
+
+def test_run_counts_round_trip_and_default_to_one(tmp_path):
+    p = profile()
+    assert p.op_runs is None and p.runs_for(np.array(["b", "x"])).tolist() == [1, 1]
+    p.save(tmp_path / "old.json.gz")  # no counts recorded: the file has no field for them
+    assert "op_runs" not in json.loads(gzip.decompress((tmp_path / "old.json.gz").read_bytes()))
+    looped = CostProfile(**{**p.__dict__, "op_runs": np.array([20, 1, 0])})
+    looped.save(tmp_path / "p.json.gz")
+    q = CostProfile.load(tmp_path / "p.json.gz")
+    np.testing.assert_array_equal(q.op_runs, [20, 1, 0])
+    # an op that did not run (an untaken branch) and one outside the profile count once
+    assert q.runs_for(np.array(["c", "a", "x", "b"])).tolist() == [1, 20, 1, 1]

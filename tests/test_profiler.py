@@ -40,6 +40,7 @@ def test_step_op_stats_sums_loop_executions_and_strips_suffixes():
     assert (stats["a"].output_bytes, stats["a"].temp_bytes) == (48, 64)
     assert stats["loop/body"].time_s == pytest.approx(1.2e-6)   # 500 + 700 ns, one step
     assert stats["loop/body"].output_bytes == 32                 # largest execution
+    assert (stats["loop/body"].runs, stats["a"].runs) == (2, 1)  # executions in the step
     assert stats["b"].time_s == pytest.approx(3e-7)
 
 
@@ -52,10 +53,11 @@ def test_aggregate_takes_the_median_and_counts_missing_ops_as_zero():
     steps = [profiler.step_op_stats(step(node("a", 0, t), node("s", 0, 10)), {"a", "s"})
              for t in (1000, 3000, 2000)]
     steps.append(profiler.step_op_stats(step(node("a", 0, 2500)), {"a", "s"}))  # s not taken
-    names, times, out, temp = profiler.aggregate(steps)
+    names, times, out, temp, runs = profiler.aggregate(steps)
     assert names == ["a", "s"]
     np.testing.assert_allclose(times, [2.25e-6, 10e-9])
     assert out.dtype == np.int64 and temp.dtype == np.int64
+    np.testing.assert_array_equal(runs, [1, 1])   # median of s's runs (1, 1, 1, 0)
 
 
 def tiny_step():
@@ -84,6 +86,31 @@ def test_profile_of_a_tiny_graph_names_graph_ops_and_round_trips(tmp_path):
     back = CostProfile.load(tmp_path / "tiny.profile.json.gz")
     np.testing.assert_array_equal(back.op_names, prof.op_names)
     np.testing.assert_allclose(back.op_time_s, prof.op_time_s)
+    assert (prof.op_runs == 1).all()                        # no loop: every op ran once
+    np.testing.assert_array_equal(back.op_runs, prof.op_runs)
+
+
+def loop_step():
+    """A tf.while_loop of 7 iterations (TF1 control flow) inside a training step."""
+    def build():
+        w = tf.Variable(tf.random.normal((16, 16), seed=2), name="w")
+        def body(i, h):
+            return i + 1, tf.tanh(tf.matmul(h, w, name="step_matmul"))
+        _, h = tf.compat.v1.while_loop(lambda i, h: i < 7, body,
+                                       [tf.constant(0), tf.ones((4, 16))])
+        return tf.reduce_mean(h, name="loss"), [w]
+    return tfstep.training_step_graph(build, optimizer="sgd")  # v1 loops: Enter, NextIteration
+
+
+def test_loop_ops_count_one_run_per_iteration():
+    gd = loop_step()
+    assert any(n.op == "NextIteration" for n in gd.node)
+    runs = profiler.count_runs(gd)
+    body = [n.name for n in gd.node if n.name.endswith("step_matmul")]
+    assert body and {runs[b] for b in body} == {7}          # forward body: once per iteration
+    outside = [n.name for n in gd.node if n.op == "ApplyGradientDescent"
+               or n.op == "ResourceApplyGradientDescent"]
+    assert outside and {runs[o] for o in outside} == {1}
 
 
 def bn_model(keras):

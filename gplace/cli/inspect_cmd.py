@@ -43,6 +43,10 @@ def run(args) -> int:
             raise GplaceError(f"could not write {args.save} ({e.strerror or e})") from None
     summary = graph.summary()
     summary["import"] = graph.meta.get("import", {})
+    if summary["import"].get("loops"):
+        from gplace.cost import cost_model_for
+        runs = cost_model_for(args.model).runs(graph)
+        summary["loop_runs"] = None if runs is None else int(runs.max())
     summary["seconds"] = round(time.perf_counter() - start, 3)
     if args.json:
         print(json.dumps(summary))
@@ -72,9 +76,7 @@ def render(s: dict) -> str:
         f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
         "TensorFlow's statistics, the rest estimated)",
         f"params         {s['param_bytes'] / 2**20:,.1f} MiB",
-        f"loops          {im.get('loops', 0)} TF1 loop frames" + (
-            "; simulated as one trip: a tensor that crosses devices inside a loop counts once "
-            "per step, where TensorFlow sends it every iteration" if im.get("loops") else ""),
+        f"loops          {im.get('loops', 0)} TF1 loop frames" + _loop_note(s),
         f"functions      {sum(im.get('inlined_functions', {}).values())} calls inlined, "
         f"{len(im.get('kept_function_ops', {}))} kept as one op",
         f"unknown dims   {im.get('outputs_with_unknown_dims', 0):,} outputs (counted as "
@@ -87,3 +89,16 @@ def render(s: dict) -> str:
               list(im.get("kept_function_ops", {}).items())[:5]]
     lines.append(f"time           {s['seconds']:.2f} s")
     return "\n".join(lines)
+
+
+def _loop_note(s: dict) -> str:
+    """How the simulator counts the graph's TF1 loops: with the run counts of the profile
+    beside it (each iteration's transfers), or else as one trip."""
+    if not s.get("import", {}).get("loops"):
+        return ""
+    if s.get("loop_runs") is not None:
+        return (f"; up to {s['loop_runs']} runs per op (the profile's counts): a tensor that "
+                "crosses devices inside a loop is charged every iteration")
+    return ("; no run counts (no profile beside the graph records them), so simulated as one "
+            "trip: an estimated op time and a tensor that crosses devices inside a loop count "
+            "once per step, where TensorFlow runs them every iteration")

@@ -47,21 +47,23 @@ def decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, u
 
 
 @njit(cache=True, inline="always")
-def data_ready(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw):
+def data_ready(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw):
     """When every input of ``op`` has reached device ``d``: the latest producer's end plus its
-    link's latency and transfer time (no link contention)."""
+    link's latency and transfer time (no link contention), each ``pred_rep`` times (a tensor
+    read inside a TF1 loop crosses once per iteration; heuristics_view)."""
     r = 0.0
     for e in range(pred_ptr[op], pred_ptr[op + 1]):
         p = pred_op[e]
         a = op_dev[p]
-        t = finish[p] + latency[a, d] + pred_bytes[e] * inv_bw[a, d]
+        t = finish[p] + latency[a, d] * pred_rep[e] + pred_bytes[e] * inv_bw[a, d] * pred_rep[e]
         if t > r:
             r = t
     return r
 
 
 @njit(cache=True, inline="always")
-def receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev, recv_s, recv_per_byte, got):
+def receive_time(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, op_dev, recv_s, recv_per_byte,
+                 got):
     """The receiver CPU ``op``'s inputs take on device ``d`` before it runs, where links charge
     it (``Link.recv_cpu_s``, ``recv_cpu_s_per_byte``): one receive task per producer on another
     device whose data is not on ``d`` yet (``got[producer, d]``), none for control edges (0
@@ -70,13 +72,14 @@ def receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev, recv_s, recv_per_
     producer: a producer's other outputs to the same device are not charged again, a tensor a
     consumer reads twice is charged its bytes twice (the in-edges are summed per producer and
     consumer), and an empty tensor is taken for a control edge. On local-procs the rollouts'
-    receive time is 0.1-7% below the simulator's at random placements of the test graphs."""
+    receive time is 0.1-7% below the simulator's at random placements of the test graphs.
+    Inside a TF1 loop a receipt repeats ``pred_rep`` times, as the simulator's does."""
     r = 0.0
     for e in range(pred_ptr[op], pred_ptr[op + 1]):
         p = pred_op[e]
         a = op_dev[p]
         if a != d and pred_bytes[e] > 0.0 and not got[p, d]:
-            r += recv_s[a, d] + recv_per_byte[a, d] * pred_bytes[e]
+            r += (recv_s[a, d] + recv_per_byte[a, d] * pred_bytes[e]) * pred_rep[e]
     return r
 
 

@@ -50,7 +50,7 @@ WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
 
 
 @njit(cache=True, nogil=True)
-def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, cost,
+def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, cost,
                      unit_of_op, unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency,
                      inv_bw, recv_s, recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb,
                      hv, mode, u01, forced, follow, unit_dev, phi, mask):
@@ -74,7 +74,7 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
     size = np.zeros(2 * nd, np.int64)
     for op in range(n):
         if pending[op] == 0:
-            _enqueue(op, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw,
+            _enqueue(op, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
                      unit_dev[unit_of_op[op]], position, data_ready, state, heaps, size)
     makespan, done = 0.0, 0
     while True:
@@ -90,7 +90,7 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
                 ready[d] = data_ready[op, d]
                 start[d] = max(ready[d], lane_free(lanes, lane_ptr, d))
                 if any_recv:
-                    start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev,
+                    start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, op_dev,
                                              recv_s, recv_per_byte, got)
             d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
@@ -101,7 +101,7 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
             size[d] = push(heaps[d], size[d], bits(data_ready[op, d]), position[op])
             continue
         if any_recv:
-            t += receive_time(op, k, pred_ptr, pred_op, pred_bytes, op_dev, recv_s,
+            t += receive_time(op, k, pred_ptr, pred_op, pred_bytes, pred_rep, op_dev, recv_s,
                               recv_per_byte, got)
             mark_received(op, k, pred_ptr, pred_op, pred_bytes, op_dev, got)
         op_dev[op] = k
@@ -115,14 +115,14 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op,
             c = succ_op[e]
             pending[c] -= 1
             if pending[c] == 0:
-                _enqueue(c, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw,
+                _enqueue(c, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
                          unit_dev[unit_of_op[c]], position, data_ready, state, heaps, size)
     assert done == n  # every op ran once (the op graph is acyclic)
     return makespan
 
 
 @njit(cache=True)
-def _enqueue(op, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw, placed,
+def _enqueue(op, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw, placed,
              position, data_ready, state, heaps, size):
     """A ready op (its producers scheduled): its data-ready times, into its device's heap, or
     into every device's unplaced heap if its unit (``placed``: its device, or -1) is not."""
@@ -130,7 +130,8 @@ def _enqueue(op, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw,
     for d in range(nd):
         if placed >= 0 and d != placed:
             continue
-        r = ready_on(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw)
+        r = ready_on(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
+                     inv_bw)
         data_ready[op, d] = r
         k = d if placed >= 0 else nd + d
         size[k] = push(heaps[k], size[k], bits(r), position[op])

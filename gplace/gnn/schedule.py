@@ -53,6 +53,7 @@ class SchedArrays(NamedTuple):
     pred_ptr: np.ndarray    # (ops+1,) int64 CSR of aggregated in-edges
     pred_op: np.ndarray     # (pairs,) int64
     pred_bytes: np.ndarray  # (pairs,) float64
+    pred_rep: np.ndarray    # (pairs,) float64 crossings per step (TF1 loops; heuristics_view)
     cost: np.ndarray        # (ops, D) float64 seconds
     unit_of_op: np.ndarray  # (ops,) int64
     unit_cost: np.ndarray   # (units, D) float64 seconds: the unit's ops on each device
@@ -112,7 +113,7 @@ def build_sched(problem: PlacementProblem, dispatch: bool = False) -> SchedArray
     recv = [np.zeros((nd, nd)) if m is None else np.ascontiguousarray(m, np.float64)
             for m in (links.recv_cpu_s, links.recv_cpu_s_per_byte)]
     return SchedArrays(
-        _rank_order(view, rank), view.pred_ptr, view.pred_op, view.pred_bytes,
+        _rank_order(view, rank), view.pred_ptr, view.pred_op, view.pred_bytes, view.pred_rep,
         np.ascontiguousarray(time_s, np.float64), problem.unit_of_op.astype(np.int64),
         unit_cost, *_unit_adjacency(problem),
         np.concatenate([[0], np.cumsum(lanes)]).astype(np.int64),
@@ -187,13 +188,15 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     def one(k: int) -> None:
         if a.dispatch:
             est[k] = dispatch_rollout(
-                a.position, a.pred_ptr, a.pred_op, a.pred_bytes, a.succ_ptr, a.succ_op, a.cost,
+                a.position, a.pred_ptr, a.pred_op, a.pred_bytes, a.pred_rep, a.succ_ptr,
+                a.succ_op, a.cost,
                 a.unit_of_op, a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr,
                 a.latency, a.inv_bw, a.recv_s, a.recv_per_byte, any_recv, a.need, a.capacity,
                 a.tau, s64, w64, ha, hb, hv, mode, u01[k], forced[k], follow, placements[k],
                 phi[k], mask[k])
             return
-        est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.cost, a.unit_of_op,
+        est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.pred_rep, a.cost,
+                          a.unit_of_op,
                           a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr, a.latency,
                           a.inv_bw, a.recv_s, a.recv_per_byte, any_recv, a.need, a.capacity,
                           a.tau, s64, w64, ha, hb, hv, mode, u01[k], forced[k], follow,
@@ -233,7 +236,7 @@ def _for_each(fn, count: int) -> None:
 
 
 @njit(cache=True, nogil=True)
-def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, adj_ptr,
+def _rollout(order, pred_ptr, pred_op, pred_bytes, pred_rep, cost, unit_of_op, unit_cost, adj_ptr,
              adj_unit, adj_bytes, lane_ptr, latency, inv_bw, recv_s, recv_per_byte, any_recv,
              need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced, follow, unit_dev, phi,
              mask):
@@ -255,11 +258,13 @@ def _rollout(order, pred_ptr, pred_op, pred_bytes, cost, unit_of_op, unit_cost, 
         for d in range(nd):  # every device at a decision; only the unit's device after it
             if placed >= 0 and d != placed:
                 continue
-            r = data_ready(op, d, pred_ptr, pred_op, pred_bytes, finish, op_dev, latency, inv_bw)
+            r = data_ready(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev,
+                           latency, inv_bw)
             ready[d] = r
             start[d] = max(r, lane_free(lanes, lane_ptr, d))
             if any_recv:
-                start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, op_dev, recv_s,
+                start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, op_dev,
+                                         recv_s,
                                          recv_per_byte, got)
         if placed < 0:
             d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,

@@ -100,8 +100,10 @@ def _apop(p, size, d):
 
 # ---- the scheduler's steps (EtfScheduler's methods of the same names) ------------------------
 @njit(cache=True)
-def _data_ready(op, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_dev, out):
-    """out[d] = when every input of op can be on device d (heuristics_view.data_ready)."""
+def _data_ready(op, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw, finish, op_dev,
+                out):
+    """out[d] = when every input of op can be on device d (heuristics_view.data_ready): a
+    producer's finish + (latency + bytes / bandwidth) * rep, written as there."""
     nd = out.shape[0]
     lo, hi = pred_ptr[op], pred_ptr[op + 1]
     for d in range(nd):
@@ -113,7 +115,8 @@ def _data_ready(op, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_d
         for e in range(lo, hi):
             q = pred_op[e]
             a = op_dev[q]
-            v = finish[q] + latency[a, d] + pred_bytes[e] * inv_bw[a, d]
+            r = pred_rep[e]
+            v = finish[q] + latency[a, d] * r + pred_bytes[e] * inv_bw[a, d] * r
             if v > best or e == lo:
                 best = v
         out[d] = best
@@ -156,8 +159,9 @@ def _valid(op, d, op_dev, unit_of_op, unit_dev, forced, free_mem, unit_need):
 
 
 @njit(cache=True)
-def schedule(position, order, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, latency,
-             inv_bw, time_s, unit_of_op, unit_need, capacity, primary, lanes, fav, use_fav):
+def schedule(position, order, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op,
+             latency, inv_bw, time_s, unit_of_op, unit_need, capacity, primary, lanes, fav,
+             use_fav):
     """(unit_dev, finish, overflow): Baechi's m-ETF (``use_fav`` False) or m-SCT (favourite
     children ``fav``). ``lanes[d]``: device d's lanes. The arguments are an OpView's arrays,
     the problem's time_s and unit_of_op, and compute_devices' ``primary``."""
@@ -186,9 +190,9 @@ def schedule(position, order, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, 
 
     for o in range(n):
         if pending[o] == 0:
-            _make_ready(o, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish,
-                        op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem,
-                        forced, tbuf, w_t, w_p, w_size, live)
+            _make_ready(o, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw,
+                        finish, op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary,
+                        free_mem, forced, tbuf, w_t, w_p, w_size, live)
     cand = np.empty(4)  # scratch for one candidate: start, rule, position, device
     for _ in range(n):
         found = False
@@ -197,10 +201,10 @@ def schedule(position, order, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, 
             best_start, best_rule, best_pos, best_d = 0.0, 0, 0, 0
             for d in range(nd):
                 ok = _candidate(d, cand, position, order, pred_ptr, pred_op, pred_bytes,
-                                latency, inv_bw, finish, op_dev, ready_at, unit_of_op,
-                                unit_dev, unit_need, primary, free_mem, forced, tbuf, w_t,
-                                w_p, w_size, a_p, a_size, live, pending, last, free, fav,
-                                use_fav)
+                                pred_rep, latency, inv_bw, finish, op_dev, ready_at,
+                                unit_of_op, unit_dev, unit_need, primary, free_mem, forced,
+                                tbuf, w_t, w_p, w_size, a_p, a_size, live, pending, last, free,
+                                fav, use_fav)
                 if not ok:
                     continue
                 s, r, pos = cand[0], int(cand[1]), int(cand[2])
@@ -230,17 +234,17 @@ def schedule(position, order, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, 
             c = succ_op[e]
             pending[c] -= 1
             if pending[c] == 0:
-                _make_ready(c, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw,
+                _make_ready(c, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw,
                             finish, op_dev, ready_at, unit_of_op, unit_dev, unit_need,
                             primary, free_mem, forced, tbuf, w_t, w_p, w_size, live)
     return unit_dev, finish, overflow
 
 
 @njit(cache=True)
-def _make_ready(op, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_dev,
-                ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf,
-                w_t, w_p, w_size, live):
-    _data_ready(op, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_dev,
+def _make_ready(op, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw, finish,
+                op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced,
+                tbuf, w_t, w_p, w_size, live):
+    _data_ready(op, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw, finish, op_dev,
                 ready_at[op])
     k = _targets(op, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf)
     for i in range(k):
@@ -250,22 +254,22 @@ def _make_ready(op, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, fi
 
 
 @njit(cache=True)
-def _drop(op, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_dev,
-          ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf, w_t,
-          w_p, w_size, live):
+def _drop(op, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw, finish,
+          op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf,
+          w_t, w_p, w_size, live):
     """One heap entry of op turned invalid; re-target op when none is left."""
     live[op] -= 1
     if live[op] == 0 and op_dev[op] < 0:
-        _make_ready(op, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish,
-                    op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem,
-                    forced, tbuf, w_t, w_p, w_size, live)
+        _make_ready(op, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw,
+                    finish, op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary,
+                    free_mem, forced, tbuf, w_t, w_p, w_size, live)
 
 
 @njit(cache=True)
-def _candidate(d, cand, position, order, pred_ptr, pred_op, pred_bytes, latency, inv_bw,
-               finish, op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem,
-               forced, tbuf, w_t, w_p, w_size, a_p, a_size, live, pending, last, free, fav,
-               use_fav):
+def _candidate(d, cand, position, order, pred_ptr, pred_op, pred_bytes, pred_rep, latency,
+               inv_bw, finish, op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary,
+               free_mem, forced, tbuf, w_t, w_p, w_size, a_p, a_size, live, pending, last, free,
+               fav, use_fav):
     """Device d's best pair into cand (start, rule, position, d); False if none."""
     now = free[d]
     if use_fav and last[d] >= 0:
@@ -285,9 +289,9 @@ def _candidate(d, cand, position, order, pred_ptr, pred_op, pred_bytes, latency,
         if _valid(op, d, op_dev, unit_of_op, unit_dev, forced, free_mem, unit_need):
             break
         _apop(a_p, a_size, d)
-        _drop(op, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_dev,
-              ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf, w_t,
-              w_p, w_size, live)
+        _drop(op, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw, finish,
+              op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf,
+              w_t, w_p, w_size, live)
     if a_size[d]:
         cand[0], cand[1], cand[2], cand[3] = now, 1, a_p[d, 0], d
         return True
@@ -296,9 +300,9 @@ def _candidate(d, cand, position, order, pred_ptr, pred_op, pred_bytes, latency,
         if _valid(op, d, op_dev, unit_of_op, unit_dev, forced, free_mem, unit_need):
             break
         _wpop(w_t, w_p, w_size, d)
-        _drop(op, position, pred_ptr, pred_op, pred_bytes, latency, inv_bw, finish, op_dev,
-              ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf, w_t,
-              w_p, w_size, live)
+        _drop(op, position, pred_ptr, pred_op, pred_bytes, pred_rep, latency, inv_bw, finish,
+              op_dev, ready_at, unit_of_op, unit_dev, unit_need, primary, free_mem, forced, tbuf,
+              w_t, w_p, w_size, live)
     if w_size[d]:
         cand[0], cand[1], cand[2], cand[3] = w_t[d, 0], 1, w_p[d, 0], d
         return True

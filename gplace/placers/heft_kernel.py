@@ -15,8 +15,10 @@ from numba import njit
 
 
 @njit(cache=True)
-def upward_rank(mean_cost, order, succ_ptr, succ_op, succ_bytes, mean_lat, mean_inv_bw):
-    """(ops,) rank_u(o) = mean cost(o) + max over consumers c of (mean comm(o, c) + rank_u(c))."""
+def upward_rank(mean_cost, order, succ_ptr, succ_op, succ_bytes, succ_rep, mean_lat,
+                mean_inv_bw):
+    """(ops,) rank_u(o) = mean cost(o) + max over consumers c of (mean comm(o, c) + rank_u(c)),
+    mean comm(o, c) = mean latency * rep + bytes * mean inverse bandwidth * rep."""
     rank = mean_cost.copy()
     for i in range(order.shape[0] - 1, -1, -1):
         op = order[i]
@@ -24,7 +26,8 @@ def upward_rank(mean_cost, order, succ_ptr, succ_op, succ_bytes, mean_lat, mean_
         if lo < hi:
             best = 0.0
             for e in range(lo, hi):
-                v = (mean_lat + succ_bytes[e] * mean_inv_bw) + rank[succ_op[e]]
+                r = succ_rep[e]
+                v = (mean_lat * r + succ_bytes[e] * mean_inv_bw * r) + rank[succ_op[e]]
                 if e == lo or v > best:
                     best = v
             rank[op] += best
@@ -73,8 +76,8 @@ def _pop(key, pos, op, size):
 
 
 @njit(cache=True)
-def heft(rank, position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, latency, inv_bw,
-         time_s, unit_of_op, num_units, lanes):
+def heft(rank, position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, latency,
+         inv_bw, time_s, unit_of_op, num_units, lanes):
     """(unit_dev, finish): each op, by decreasing rank, on the device with the earliest
     finish (insertion-free; a unit's later ops on its first op's device)."""
     n, nd = time_s.shape[0], time_s.shape[1]
@@ -103,7 +106,8 @@ def heft(rank, position, pred_ptr, pred_op, pred_bytes, succ_ptr, succ_op, laten
             for e in range(lo, hi):
                 q = pred_op[e]
                 a = op_dev[q]
-                v = finish[q] + latency[a, d] + pred_bytes[e] * inv_bw[a, d]
+                r_e = pred_rep[e]
+                v = finish[q] + latency[a, d] * r_e + pred_bytes[e] * inv_bw[a, d] * r_e
                 if e == lo or v > r:
                     r = v
             start[d] = r if r >= free[d] else free[d]

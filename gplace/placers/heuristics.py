@@ -17,7 +17,8 @@ group) is never split: list schedulers fix a unit's device with its first op, th
 * ``m-topo``: Baechi m-TOPO (Jeon et al., SoCC 2020): topological order fills accelerator after
   accelerator to an even share of the total memory need, within capacity.
 * ``m-etf``: Baechi m-ETF: list scheduling of the ready (op, device) pair with the earliest
-  start (transfers cost latency + bytes / bandwidth), only where the unit's memory fits.
+  start (transfers cost latency + bytes / bandwidth, once per TF1 loop iteration that reads
+  them), only where the unit's memory fits.
 * ``m-sct``: Baechi m-SCT: m-ETF plus SCT's favourite-child rule, favourites by a greedy
   matching on transfer time in place of SCT's LP.
 

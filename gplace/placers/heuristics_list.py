@@ -60,11 +60,12 @@ def _mean_comm(view: OpView) -> tuple[float, float]:
 
 def upward_rank(problem: PlacementProblem, view: OpView) -> np.ndarray:
     """(ops,) rank_u(o) = mean cost(o) + max over consumers c of (mean comm(o, c) + rank_u(c)),
-    with the mean over devices and over ordered pairs of distinct devices (HEFT, eq. 7);
-    compiled (gplace.placers.heft_kernel)."""
+    with the mean over devices and over ordered pairs of distinct devices (HEFT, eq. 7), and
+    mean comm(o, c) = (mean latency + bytes * mean inverse bandwidth) * the pair's crossings
+    per step (``view.succ_rep``); compiled (gplace.placers.heft_kernel)."""
     from gplace.placers.heft_kernel import upward_rank as kernel
     return kernel(problem.costs.time_s.mean(axis=1), view.order, view.succ_ptr, view.succ_op,
-                  view.succ_bytes, *_mean_comm(view))
+                  view.succ_bytes, view.succ_rep, *_mean_comm(view))
 
 
 def heft(problem: PlacementProblem, view: OpView) -> tuple[np.ndarray, float]:
@@ -74,15 +75,17 @@ def heft(problem: PlacementProblem, view: OpView) -> tuple[np.ndarray, float]:
     lanes = np.array([d.lanes for d in problem.cluster.devices], np.int64)
     unit_dev, finish = kernel(
         upward_rank(problem, view), view.position, view.pred_ptr, view.pred_op,
-        view.pred_bytes, view.succ_ptr, view.succ_op, np.ascontiguousarray(view.latency),
-        np.ascontiguousarray(view.inv_bw), np.ascontiguousarray(problem.costs.time_s, np.float64),
+        view.pred_bytes, view.pred_rep, view.succ_ptr, view.succ_op,
+        np.ascontiguousarray(view.latency), np.ascontiguousarray(view.inv_bw),
+        np.ascontiguousarray(problem.costs.time_s, np.float64),
         problem.unit_of_op.astype(np.int64), problem.num_units, lanes)
     return unit_dev, float(finish.max()) if finish.size else 0.0
 
 
 def upward_rank_reference(problem: PlacementProblem, view: OpView) -> np.ndarray:
-    """The plain reference of :func:`upward_rank`: (ops,) rank_u(o) = mean cost(o) + max over consumers c of (mean comm(o, c) + rank_u(c)),
-    with the mean over devices and over ordered pairs of distinct devices (HEFT, eq. 7)."""
+    """The plain reference of :func:`upward_rank`: (ops,) rank_u(o) = mean cost(o) + max over
+    consumers c of (mean comm(o, c) + rank_u(c)), with the mean over devices and over ordered
+    pairs of distinct devices (HEFT, eq. 7), times the pair's crossings per step."""
     mean_cost = problem.costs.time_s.mean(axis=1)
     nd = problem.num_devices
     off = ~np.eye(nd, dtype=bool)
@@ -92,7 +95,8 @@ def upward_rank_reference(problem: PlacementProblem, view: OpView) -> np.ndarray
     for op in view.order[::-1].tolist():
         lo, hi = view.succ_ptr[op], view.succ_ptr[op + 1]
         if lo < hi:
-            comm = mean_lat + view.succ_bytes[lo:hi] * mean_inv_bw
+            rep = view.succ_rep[lo:hi]
+            comm = mean_lat * rep + view.succ_bytes[lo:hi] * mean_inv_bw * rep
             rank[op] += float((comm + rank[view.succ_op[lo:hi]]).max())
     return rank
 
@@ -164,8 +168,10 @@ def favourite_children(problem: PlacementProblem, view: OpView) -> np.ndarray:
     """(ops,) each op's favourite child or -1. SCT's LP sets x_ij = 0 (same device, no delay)
     for at most one child per parent and one parent per child, where the transfer would cost the
     most; Baechi replaces the LP by a greedy rule, done here as: take edges by decreasing
-    transfer time (mean latency + bytes / mean bandwidth, data edges only) and make the child the
-    parent's favourite while both are still free (a greedy maximum-weight matching)."""
+    transfer time per step ((mean latency + bytes * mean seconds per byte) * the pair's crossings
+    per step, data edges only; ties by more bytes) and make the child the parent's favourite
+    while both are still free (a greedy maximum-weight matching). Outside loops (every rep 1)
+    that is the order of decreasing bytes."""
     n, nd = problem.graph.num_ops, problem.num_devices
     fav = np.full(n, -1, np.int64)
     if nd < 2:
@@ -173,7 +179,13 @@ def favourite_children(problem: PlacementProblem, view: OpView) -> np.ndarray:
     parent = np.repeat(np.arange(n), np.diff(view.succ_ptr))
     has_bytes = view.succ_bytes > 0
     has_parent = np.zeros(n, bool)
-    for e in np.argsort(-view.succ_bytes, kind="stable")[: int(has_bytes.sum())].tolist():
+    mean_lat, mean_inv_bw = _mean_comm(view)
+    rep = view.succ_rep
+    comm = mean_lat * rep + view.succ_bytes * mean_inv_bw * rep
+    data = np.flatnonzero(has_bytes)
+    # lexsort: the last key first; stable, so equal keys keep edge order
+    by_time = data[np.lexsort((-view.succ_bytes[data], -comm[data]))]
+    for e in by_time.tolist():
         p, c = int(parent[e]), int(view.succ_op[e])
         if fav[p] < 0 and not has_parent[c]:
             fav[p], has_parent[c] = c, True
@@ -193,8 +205,8 @@ def etf(problem: PlacementProblem, view: OpView, favourite: np.ndarray | None,
     f64 = lambda x: np.ascontiguousarray(x, np.float64)  # noqa: E731
     unit_dev, finish, overflow = schedule(
         i64(view.position), i64(view.order), i64(view.pred_ptr), i64(view.pred_op),
-        f64(view.pred_bytes), i64(view.succ_ptr), i64(view.succ_op), f64(view.latency),
-        f64(view.inv_bw), f64(problem.costs.time_s), i64(problem.unit_of_op),
+        f64(view.pred_bytes), f64(view.pred_rep), i64(view.succ_ptr), i64(view.succ_op),
+        f64(view.latency), f64(view.inv_bw), f64(problem.costs.time_s), i64(problem.unit_of_op),
         f64(view.unit_need), f64(view.capacity), i64(primary), lanes, fav,
         favourite is not None)
     return unit_dev, float(finish.max()) if finish.size else 0.0, int(overflow)

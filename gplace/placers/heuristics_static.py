@@ -162,10 +162,13 @@ def expert_op_devices(problem: PlacementProblem, view: OpView, anchor: np.ndarra
 
 
 def _join(view: OpView, op_dev: np.ndarray, default: int) -> np.ndarray:
-    """Unplaced ops take the device of the producer they read the most bytes from (topological
-    order), then of the consumer they send the most bytes to (reverse order), else ``default``."""
-    for ptr, nbr, nbytes, order in ((view.pred_ptr, view.pred_op, view.pred_bytes, view.order),
-                                    (view.succ_ptr, view.succ_op, view.succ_bytes, view.order[::-1])):
+    """Unplaced ops take the device of the producer they read the most bytes per step from
+    (topological order), then of the consumer they send the most bytes per step to (reverse
+    order), else ``default``; bytes per step: a pair's bytes times its crossings per step
+    (``view.pred_rep``, 1 outside TF1 loops)."""
+    for ptr, nbr, nbytes, order in (
+            (view.pred_ptr, view.pred_op, view.pred_bytes * view.pred_rep, view.order),
+            (view.succ_ptr, view.succ_op, view.succ_bytes * view.succ_rep, view.order[::-1])):
         for op in order[op_dev[order] < 0].tolist():
             lo, hi = ptr[op], ptr[op + 1]
             placed = op_dev[nbr[lo:hi]] >= 0

@@ -6,8 +6,11 @@ a unit's device when the first of its ops is placed, so colocation holds by cons
 
 Edges are aggregated per (producer, consumer) pair: the bytes of all data edges between them, and
 a control edge costs latency only. Communication time from device a to device b is
-``latency[a, b] + bytes / bandwidth[a, b]`` (0 on one device); link contention is ignored, as in
-HEFT and Baechi's cost model.
+``(latency[a, b] + bytes / bandwidth[a, b]) * rep`` (0 on one device), ``rep`` the times per step
+the pair's tensors cross (the simulator's: ``cost.transfer_repeats`` of their outputs, the
+successor's runs for a control-only pair; 1 outside TF1 loops); link contention is ignored, as
+in HEFT and Baechi's cost model. (Written ``latency * rep + bytes * inv_bw * rep``: with rep 1
+that is the arithmetic without repeats, bit for bit.)
 
 Memory (Baechi's m-* heuristics): a unit needs the parameter bytes of its ops plus every output
 of its ops, all the time. That is conservative (the simulator frees a tensor after its last
@@ -22,6 +25,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplace.cost import transfer_repeats
 from gplace.problem import PlacementProblem
 
 
@@ -31,9 +35,11 @@ class OpView(NamedTuple):
     pred_ptr: np.ndarray    # (ops+1,) int64 CSR over aggregated in-edges
     pred_op: np.ndarray     # (pairs,) int64 producer
     pred_bytes: np.ndarray  # (pairs,) float64 bytes (0 for control-only)
+    pred_rep: np.ndarray    # (pairs,) float64 crossings per step (module docstring), >= 1
     succ_ptr: np.ndarray    # (ops+1,) int64 CSR over aggregated out-edges
     succ_op: np.ndarray     # (pairs,) int64 consumer
     succ_bytes: np.ndarray  # (pairs,) float64
+    succ_rep: np.ndarray    # (pairs,) float64
     latency: np.ndarray     # (D, D) float64 seconds, 0 on the diagonal
     inv_bw: np.ndarray      # (D, D) float64 seconds per byte, 0 on the diagonal
     best: np.ndarray        # (ops,) float64 best-device time
@@ -59,8 +65,14 @@ def _build_view(problem: PlacementProblem) -> OpView:
     src = np.concatenate([g.edge_src[keep_d], g.ctrl_src[keep_c]]).astype(np.int64)
     dst = np.concatenate([g.edge_dst[keep_d], g.ctrl_dst[keep_c]]).astype(np.int64)
     nbytes = np.concatenate([g.edge_bytes[keep_d], np.zeros(int(keep_c.sum()))]).astype(float)
+    runs = np.ones(n) if problem.costs.runs is None else problem.costs.runs.astype(float)
+    out = g.out_ptr[g.edge_src[keep_d]] + g.edge_src_out[keep_d]
+    rep = np.concatenate([transfer_repeats(g, problem.costs.runs)[out],
+                          runs[g.ctrl_dst[keep_c]]])
     pairs, inverse = np.unique(src * max(n, 1) + dst, return_inverse=True)
     pair_bytes = np.bincount(inverse, weights=nbytes, minlength=pairs.size)
+    pair_rep = np.ones(pairs.size)
+    np.maximum.at(pair_rep, inverse, rep)
     p_src, p_dst = pairs // max(n, 1), pairs % max(n, 1)
     order = g.topo_order()
     position = np.empty(n, np.int64)
@@ -70,18 +82,20 @@ def _build_view(problem: PlacementProblem) -> OpView:
     need = problem.graph.param_bytes.astype(float) + problem.costs.output_bytes.astype(float)
     return OpView(
         order=order, position=position,
-        **_csr("pred", p_dst, p_src, pair_bytes, n), **_csr("succ", p_src, p_dst, pair_bytes, n),
+        **_csr("pred", p_dst, p_src, pair_bytes, pair_rep, n),
+        **_csr("succ", p_src, p_dst, pair_bytes, pair_rep, n),
         latency=np.asarray(links.latency_s, float), inv_bw=inv_bw,
         best=problem.costs.time_s.min(axis=1) if n else np.zeros(0),
         unit_need=np.bincount(problem.unit_of_op, weights=need, minlength=problem.num_units),
         capacity=np.array([d.memory_bytes for d in problem.cluster.devices], float))
 
 
-def _csr(prefix: str, keys: np.ndarray, values: np.ndarray, nbytes: np.ndarray, n: int) -> dict:
+def _csr(prefix: str, keys: np.ndarray, values: np.ndarray, nbytes: np.ndarray,
+         rep: np.ndarray, n: int) -> dict:
     order = np.argsort(keys, kind="stable")
     ptr = np.concatenate([[0], np.cumsum(np.bincount(keys, minlength=n))]).astype(np.int64)
     return {f"{prefix}_ptr": ptr, f"{prefix}_op": values[order].astype(np.int64),
-            f"{prefix}_bytes": nbytes[order]}
+            f"{prefix}_bytes": nbytes[order], f"{prefix}_rep": rep[order]}
 
 
 def data_ready(view: OpView, op: int, finish: np.ndarray, op_dev: np.ndarray) -> np.ndarray:
@@ -91,7 +105,8 @@ def data_ready(view: OpView, op: int, finish: np.ndarray, op_dev: np.ndarray) ->
         return np.zeros(view.latency.shape[0])
     p = view.pred_op[lo:hi]
     a = op_dev[p]
-    arrive = finish[p][:, None] + view.latency[a] + view.pred_bytes[lo:hi, None] * view.inv_bw[a]
+    r = view.pred_rep[lo:hi, None]
+    arrive = finish[p][:, None] + view.latency[a] * r + view.pred_bytes[lo:hi, None] * view.inv_bw[a] * r
     return arrive.max(axis=0)
 
 

@@ -17,7 +17,10 @@ primer):
   one transfer per (output, receiving device), as TF's send/recv and the simulator, starting
   after the producer's end; per channel (gplace.cluster: a pair's link or a shared bus) the
   transfers' intervals in a NoOverlap (``links``); a control edge across devices waits the
-  latency;
+  latency; in a TF1 loop, as in the simulator, a transfer stands for all of a step's sends of
+  its output (``cost.transfer_repeats``: r of them, r times its time on the channel and its
+  latency) and a control edge waits the latency once per run of its successor
+  (``OpCosts.runs``);
 * devices the simulator cannot tell apart (``cluster.interchangeable``) are symmetric: a
   device of a class is used only after the class's previous device has been (value symmetry
   breaking, by the lowest unit index on each device);
@@ -42,8 +45,8 @@ is about one step time; finetune/OPTIMALITY.md measures it per case.
 
 Integer time: the unit is ``q = horizon / resolution`` seconds, horizon the best start's
 simulated step time (its schedule, mapped to integer time, is a first solution). Every
-duration is rounded down: an op's ``floor(time / q)``, a transfer's ``floor(bytes / bw / q)``
-and ``floor(latency / q)``. Mapping a real schedule's times t to floor(t / q) keeps every
+duration is rounded down: an op's ``floor(time / q)``, a transfer's ``floor(bytes / bw * r / q)``
+and ``floor(latency * r / q)``. Mapping a real schedule's times t to floor(t / q) keeps every
 constraint (floor(a + b) >= floor(a) + floor(b), and intervals that overlap after the mapping
 overlapped before it), so the model's optimum times q is a valid lower bound; rounding down
 loses at most q per task on the longest chain (reported as ``rounding_slack_s``).
@@ -58,6 +61,7 @@ from typing import NamedTuple
 import numpy as np
 
 from gplace.cluster import interchangeable
+from gplace.cost import transfer_repeats
 from gplace.errors import ConfigError
 from gplace.placers.base import History, Measurer, PlaceResult, register
 from gplace.problem import PlacementProblem
@@ -164,7 +168,15 @@ def _edges(m: Model, links: bool) -> None:
     p, g, cp = m.problem, m.problem.graph, m.cp
     table = p.cluster.link_table()
     unit = p.unit_of_op
-    lat = m.ticks(table.latency_s)
+    repeat = transfer_repeats(g, p.costs.runs)  # (outputs,) sends per step of a crossing
+    runs = np.ones(g.num_ops) if p.costs.runs is None else p.costs.runs.astype(np.float64)
+    lat_of: dict[float, np.ndarray] = {}  # latency times r, in ticks, per r
+
+    def lat(r: float) -> np.ndarray:
+        if r not in lat_of:
+            lat_of[r] = m.ticks(table.latency_s * r)
+        return lat_of[r]
+
     channels: dict[int, list] = {}
     consumers: dict[int, dict[int, list[int]]] = {}  # output -> consumer unit -> ops
     for e in np.flatnonzero(~g.edge_back).tolist():
@@ -176,14 +188,17 @@ def _edges(m: Model, links: bool) -> None:
             consumers.setdefault(j, {}).setdefault(int(unit[c]), []).append(c)
     owner = np.repeat(np.arange(g.num_ops), np.diff(g.out_ptr))
     for j, by_unit in consumers.items():
-        _transfers(m, int(owner[j]), int(g.out_bytes[j]), by_unit, table, lat, channels, links)
+        r = float(repeat[j])
+        _transfers(m, int(owner[j]), int(g.out_bytes[j]), r, by_unit, table, lat(r), channels,
+                   links)
     for e in np.flatnonzero(~g.ctrl_back).tolist():
         a, c = int(g.ctrl_src[e]), int(g.ctrl_dst[e])
         cp.Add(m.start[c] >= m.end[a])
         if unit[a] != unit[c]:
+            wait = lat(float(runs[c]))  # the latency once per run of the successor
             for d1, d2, x1, x2 in _pairs(m, int(unit[a]), int(unit[c])):
-                if lat[d1, d2] > 0:
-                    cp.Add(m.start[c] >= m.end[a] + int(lat[d1, d2])).OnlyEnforceIf([x1, x2])
+                if wait[d1, d2] > 0:
+                    cp.Add(m.start[c] >= m.end[a] + int(wait[d1, d2])).OnlyEnforceIf([x1, x2])
     for ivs in channels.values():
         cp.AddNoOverlap(ivs)
 
@@ -196,12 +211,13 @@ def _pairs(m: Model, ua: int, uc: int):
                 yield d1, d2, x1, x2
 
 
-def _transfers(m: Model, a: int, nbytes: int, by_unit: dict[int, list[int]], table, lat,
-               channels: dict[int, list], links: bool) -> None:
+def _transfers(m: Model, a: int, nbytes: int, repeat: float, by_unit: dict[int, list[int]],
+               table, lat, channels: dict[int, list], links: bool) -> None:
     """Output of op ``a`` read by other units: its arrival on each consumer unit's device, and
-    the one transfer per receiving device on its channel."""
+    the one transfer per receiving device on its channel. ``repeat``: its sends per step (the
+    transfer's channel time and latency ``lat``, in ticks, are that many sends')."""
     cp, ua = m.cp, int(m.problem.unit_of_op[a])
-    wire = m.ticks(nbytes / table.bandwidth)  # (devices, devices); 0 on the diagonal
+    wire = m.ticks(nbytes / table.bandwidth * repeat)  # (devices, devices); 0 on the diagonal
     arrive = {}
     for v, ops in by_unit.items():
         arrive[v] = cp.NewIntVar(0, m.horizon, f"a{a}_{v}")
@@ -448,8 +464,17 @@ def _sim_times(sim: FastSimulator, placements: np.ndarray) -> np.ndarray:
 
 def _serial_s(problem: PlacementProblem) -> float:
     """A horizon when no start fits: every op at its slowest and every byte over the slowest
-    link, one after another."""
-    table = problem.cluster.link_table()
-    return float(problem.costs.time_s.max(axis=1).sum() + problem.graph.out_bytes.sum()
+    link, one after another, each send of a TF1 loop's (``cost.transfer_repeats``, the control
+    edges' successors' runs) its own. Integer counts: without runs, the sums without them."""
+    table, g = problem.cluster.link_table(), problem.graph
+    runs = problem.costs.runs
+    if runs is None:
+        sent, waits = g.out_bytes.sum(), g.num_edges + g.num_control_edges
+    else:
+        repeat = np.rint(transfer_repeats(g, runs)).astype(np.int64)
+        sent = (g.out_bytes * repeat).sum()
+        waits = int(repeat[g.out_ptr[g.edge_src] + g.edge_src_out].sum()
+                    + np.asarray(runs, np.int64)[g.ctrl_dst].sum())
+    return float(problem.costs.time_s.max(axis=1).sum() + sent
                  / table.bandwidth.min() * problem.num_devices + table.latency_s.max()
-                 * (problem.graph.num_edges + problem.graph.num_control_edges + 1))
+                 * (waits + 1))

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplace.cost import transfer_repeats
 from gplace.problem import PlacementProblem
 
 
@@ -62,6 +63,11 @@ class SimArrays(NamedTuple):
     recv_cpu: np.ndarray     # (devices, devices) float64: fixed receive CPU of a transfer
     recv_cpu_per_byte: np.ndarray  # (devices, devices) float64
     any_recv: bool           # some link charges receive CPU (receive tasks: loop.run only)
+    out_repeat: np.ndarray   # (outputs,) float64: sends per step of a crossing output (its
+    #                          consumers' TF1 loop iterations; cost.transfer_repeats), 1 outside
+    #                          loops: a transfer's time, latency and receive CPU are this many
+    op_runs: np.ndarray      # (ops,) float64: executions per step; a crossing control edge
+    #                          pays its latency once per run of its successor
 
 
 def _csr(keys: np.ndarray, values: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -105,6 +111,7 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
     out_bytes = g.out_bytes[out_key].astype(np.int64)
     lanes = np.array([d.lanes for d in cluster.devices], np.int32)
     links = cluster.link_table()
+    runs = problem.costs.runs
     return SimArrays(
         num_ops=n, num_devices=cluster.num_devices, op_of_id=order.astype(np.int32),
         op_key=key.astype(np.int32), sources=sources[np.argsort(key[sources])].astype(np.int32),
@@ -127,7 +134,9 @@ def build_arrays(problem: PlacementProblem) -> SimArrays:
         eager=_eager_channels(links.channel, lanes, links.num_channels),
         any_temp=bool(problem.costs.temp_bytes.any()),
         recv_cpu=links.recv_cpu_s, recv_cpu_per_byte=links.recv_cpu_s_per_byte,
-        any_recv=bool(links.recv_cpu_s.any() or links.recv_cpu_s_per_byte.any()))
+        any_recv=bool(links.recv_cpu_s.any() or links.recv_cpu_s_per_byte.any()),
+        out_repeat=transfer_repeats(g, runs)[out_key],
+        op_runs=(np.ones(n) if runs is None else runs[order]).astype(np.float64))
 
 
 def _eager_channels(channel: np.ndarray, lanes: np.ndarray, channels: int) -> np.ndarray:

@@ -38,6 +38,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplace.cost import transfer_repeats
 from gplace.problem import PlacementProblem
 
 SAFETY = 1e-9       # relative margin of the new terms against float summation order
@@ -119,14 +120,21 @@ class EdgeDelays(NamedTuple):
 
 
 def _edge_delays(problem: PlacementProblem) -> EdgeDelays:
-    """A data edge across devices waits latency + bytes / bandwidth (the transfer alone, its
-    queueing and receipt left out), a control edge the latency; within a unit the two ends
-    share a device (inf elsewhere); on one device nothing."""
+    """A data edge across devices waits (latency + bytes / bandwidth) * r, r its output's sends
+    per step (``cost.transfer_repeats``, 1 outside TF1 loops; the transfer alone, its queueing
+    and receipt left out), a control edge the latency times its successor's runs; within a unit
+    the two ends share a device (inf elsewhere); on one device nothing. (Written
+    ``latency * r + bytes / bandwidth * r``: with r = 1 the arithmetic without repeats.)"""
     g, links = problem.graph, problem.cluster.link_table()
     fwd, keep_c = ~g.edge_back, ~g.ctrl_back
-    nbytes = g.out_bytes[g.out_ptr[g.edge_src[fwd]] + g.edge_src_out[fwd]].astype(np.float64)
-    data = links.latency_s[None] + nbytes[:, None, None] / links.bandwidth[None]
-    ctrl = np.broadcast_to(links.latency_s, (int(keep_c.sum()),) + links.latency_s.shape)
+    out = g.out_ptr[g.edge_src[fwd]] + g.edge_src_out[fwd]
+    nbytes = g.out_bytes[out].astype(np.float64)
+    rep = transfer_repeats(g, problem.costs.runs)[out][:, None, None]
+    data = (links.latency_s[None] * rep
+            + nbytes[:, None, None] / links.bandwidth[None] * rep)
+    runs = (np.ones(g.num_ops) if problem.costs.runs is None
+            else problem.costs.runs.astype(np.float64))
+    ctrl = links.latency_s[None] * runs[g.ctrl_dst[keep_c]][:, None, None]
     src = np.concatenate([g.edge_src[fwd], g.ctrl_src[keep_c]]).astype(np.int64)
     dst = np.concatenate([g.edge_dst[fwd], g.ctrl_dst[keep_c]]).astype(np.int64)
     delay = np.concatenate([data, ctrl]).copy()

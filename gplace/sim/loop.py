@@ -117,7 +117,7 @@ def plan(a, devs, col, b, w, shift):
     xrc, recv_cpu, recv_cpu_per_byte = w.xrc, a.recv_cpu, a.recv_cpu_per_byte
     out_ptr, cons_ptr, cons_op, out_key, out_bytes = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                       a.out_key, a.out_bytes)
-    channel, bandwidth, latency = a.channel, a.bandwidth, a.latency
+    channel, bandwidth, latency, out_repeat = a.channel, a.bandwidth, a.latency, a.out_repeat
     seen[:] = -1
     nx = 0
     n_out = out_bytes.shape[0]
@@ -134,9 +134,10 @@ def plan(a, devs, col, b, w, shift):
                     seen[dc], xat[dc] = j, nx
                     xd[nx], xj[nx], xch[nx] = dc, j, channel[src, dc]
                     xkey[nx] = (np.int64(n + out_key[j] * nd + dc) << shift) | nx
-                    xdur[nx] = out_bytes[j] / bandwidth[src, dc]
-                    xlat[nx] = latency[src, dc]
-                    xrc[nx] = recv_cpu[src, dc] + recv_cpu_per_byte[src, dc] * out_bytes[j]
+                    r = out_repeat[j]
+                    xdur[nx] = out_bytes[j] / bandwidth[src, dc] * r
+                    xlat[nx] = latency[src, dc] * r
+                    xrc[nx] = (recv_cpu[src, dc] + recv_cpu_per_byte[src, dc] * out_bytes[j]) * r
                     nx += 1
                 copy[e] = n_out + xat[dc]
     xptr[out_bytes.shape[0]] = nx
@@ -190,6 +191,7 @@ def run(a, w, shift, busy):
     xs, xf, xa, order, xrc = w.xs, w.xf, w.xa, w.order, w.xrc
     out_ptr, cons_ptr, cons_op, lane_ptr = a.out_ptr, a.cons_ptr, a.cons_op, a.lane_ptr
     ctrl_ptr, ctrl_op, latency, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.sources
+    op_runs = a.op_runs
     mask = (np.int64(1) << shift) - 1
     recv_base = np.int64(n + a.out_bytes.shape[0] * a.num_devices)  # receive tasks' keys
     lane_free[:] = 0.0
@@ -235,7 +237,7 @@ def run(a, w, shift, busy):
                             size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
-                ta = en if dev[c] == d else en + latency[d, dev[c]]
+                ta = en if dev[c] == d else en + latency[d, dev[c]] * op_runs[c]
                 if _ready(c, ta, ready, pending):
                     tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
@@ -292,6 +294,7 @@ def run_eager(a, w, shift, busy):
     out_ptr, cons_ptr, cons_op, lane_ptr, out_key = (a.out_ptr, a.cons_ptr, a.cons_op,
                                                      a.lane_ptr, a.out_key)
     ctrl_ptr, ctrl_op, latency, first = a.ctrl_ptr, a.ctrl_op, a.latency, a.sources
+    op_runs, out_repeat = a.op_runs, a.out_repeat
     channel, bandwidth, out_bytes, eager, cons_out = (a.channel, a.bandwidth, a.out_bytes,
                                                       a.eager, a.cons_out)
     mask = (np.int64(1) << shift) - 1
@@ -350,15 +353,15 @@ def run_eager(a, w, shift, busy):
                             return -1, 0
                         last[2 * ch], last[2 * ch + 1] = ben, k
                         begin = max(en, chan_free[ch])
-                        finish = begin + out_bytes[j] / bandwidth[d, dc]
+                        finish = begin + out_bytes[j] / bandwidth[d, dc] * out_repeat[j]
                         chan_free[ch] = finish
-                        arrive = finish + latency[d, dc]
+                        arrive = finish + latency[d, dc] * out_repeat[j]
                         if not arrive > en:
                             return -1, 0
                         xs[nx], xf[nx], xa[nx], arr[dc] = begin, finish, arrive, arrive
                     else:
-                        xch[nx], xdur[nx] = ch, out_bytes[j] / bandwidth[d, dc]
-                        xlat[nx], arr[dc] = latency[d, dc], -1.0
+                        xch[nx], xdur[nx] = ch, out_bytes[j] / bandwidth[d, dc] * out_repeat[j]
+                        xlat[nx], arr[dc] = latency[d, dc] * out_repeat[j], -1.0
                         size, has, qt, qk = _queue(h, size, has, qt, qk, ben, (k << shift) | nx)
                     nx += 1
                 copy[e] = n_out + xat[dc]
@@ -368,7 +371,7 @@ def run_eager(a, w, shift, busy):
                         size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)
             for e in range(ctrl_ptr[o], ctrl_ptr[o + 1]):
                 c = ctrl_op[e]
-                ta = en if dev[c] == d else en + latency[d, dev[c]]
+                ta = en if dev[c] == d else en + latency[d, dev[c]] * op_runs[c]
                 if _ready(c, ta, ready, pending):
                     tb, tk = _task(c, ready)
                     size, has, qt, qk = _queue(h, size, has, qt, qk, tb, tk)

@@ -12,7 +12,9 @@ Semantics (DESIGN.md, "Simulator"); :mod:`gplace.sim.fast` must give the same fl
 * When an op ends, each of its outputs is sent once to every other device that consumes it;
   the transfer is ready when the op ends. Taking a transfer: its channel (one per ordered pair,
   or a shared bus, see :mod:`gplace.cluster`) carries it from max(ready, channel free) for
-  bytes / bandwidth, FIFO by ready time; it arrives ``latency`` after that.
+  bytes / bandwidth, FIFO by ready time; it arrives ``latency`` after that. An output read
+  inside a TF1 loop is sent once per iteration (``cost.transfer_repeats``: r sends), and its
+  transfer stands for all of them: r times the channel time, the latency and the receive CPU.
 * Where the link charges the receiver CPU (``Link.recv_cpu_s``, ``recv_cpu_s_per_byte``), an
   arrived transfer is then a receive task, ready at its arrival, with key
   ``ops + outputs * devices + j * devices + d``: it takes the receiving device's lane that frees
@@ -22,7 +24,7 @@ Semantics (DESIGN.md, "Simulator"); :mod:`gplace.sim.fast` must give the same fl
   directly.
 * A data input is available at the producer's end (same device) or at the transfer's arrival;
   a control input at the producer's end, plus the link latency across devices (no bytes, no
-  channel). An op is ready when its last input is available.
+  channel; once per run of the successor, ``OpCosts.runs``). An op is ready when its last input is available.
 * Memory per device: parameters of its ops throughout; each output from its op's start until
   the last of: the op's end, its local consumers' ends, its transfers' arrivals; each received
   tensor from arrival until its last consumer there ends; scratch (temp) bytes while the op
@@ -35,6 +37,7 @@ import heapq
 
 import numpy as np
 
+from gplace.cost import transfer_repeats
 from gplace.problem import PlacementProblem
 from gplace.sim.records import SimResult, Transfers
 
@@ -55,6 +58,8 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
     out_owner = np.repeat(np.arange(n), np.diff(g.out_ptr))
     n_out = int(g.out_ptr[-1]) if n else 0
     recv_base = n + n_out * nd  # receive tasks' keys start here
+    repeat = transfer_repeats(g, problem.costs.runs)
+    runs = np.ones(n) if problem.costs.runs is None else problem.costs.runs.astype(np.float64)
 
     consumers, ctrl_succ, pending = forward_edges(g)
 
@@ -94,11 +99,13 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
                         sent.add((j, dev[c]))
                         heapq.heappush(heap, (end[o], n + j * nd + dev[c]))
             for c in ctrl_succ.get(o, []):
-                input_available(c, end[o] if dev[c] == d else end[o] + links.latency_s[d, dev[c]])
+                input_available(c, end[o] if dev[c] == d
+                                else end[o] + links.latency_s[d, dev[c]] * runs[c])
         elif key >= recv_base:  # the receipt of output j on device dd
             j, dd = divmod(key - recv_base, nd)
             src = dev[int(out_owner[j])]
-            _, usable = _take_lane(lane_free[dd], t, _receive_s(links, src, dd, g.out_bytes[j]))
+            _, usable = _take_lane(lane_free[dd], t,
+                                   _receive_s(links, src, dd, g.out_bytes[j]) * repeat[j])
             for c in consumers[j]:
                 if dev[c] == dd:
                     input_available(c, usable)
@@ -107,9 +114,9 @@ def simulate_ops_reference(problem: PlacementProblem, op_device: np.ndarray) -> 
             src = dev[int(out_owner[j])]
             ch = links.channel[src, dd]
             begin = max(t, channel_free[ch])
-            finish = begin + g.out_bytes[j] / links.bandwidth[src, dd]
+            finish = begin + g.out_bytes[j] / links.bandwidth[src, dd] * repeat[j]
             channel_free[ch] = finish
-            arrive = finish + links.latency_s[src, dd]
+            arrive = finish + links.latency_s[src, dd] * repeat[j]
             transfers.append((j, src, dd, begin, finish, arrive, int(g.out_bytes[j])))
             if _receive_s(links, src, dd, g.out_bytes[j]) > 0:  # a receive task, as fast's
                 heapq.heappush(heap, (arrive, recv_base + j * nd + dd))

@@ -330,3 +330,23 @@ def test_an_edit_to_the_shared_decision_code_drops_the_cached_rollouts(tmp_path,
     jit_cache.invalidate_all(KERNELS)
     assert not (ours[0] / "schedule._rollout-223.py311.nbi").exists()
     assert (ours[0] / KERNELS.stamp).read_text() == jit_cache.sources_digest(KERNELS)
+
+
+# ---- TF1 loops (a tensor read inside a loop crosses once per iteration) -------------------------
+
+@pytest.mark.parametrize("dispatch", [True, False])
+def test_a_tensor_read_inside_a_loop_is_charged_per_iteration_as_the_simulator_does(dispatch):
+    """Op 0's 1 MiB output feeds ops 1 and 2, which run 4 times each on the other worker: its
+    transfer, latency and receive task count 4 times, in the rollout as in the simulator."""
+    import dataclasses
+    p, target = receive_problem(edges=[(0, 1), (0, 2)])
+    looped = dataclasses.replace(p, costs=p.costs._replace(runs=np.array([1, 4, 4])))
+    est = rollout(build_sched(looped, dispatch=dispatch), *heft_weights(looped), FORCED,
+                  forced=target).estimate_s[0]
+    assert est == pytest.approx(simulated(looped, target)[0], rel=1e-12)
+    once = rollout(build_sched(p, dispatch=dispatch), *heft_weights(p), FORCED,
+                   forced=target).estimate_s[0]
+    link = p.cluster.link_table()
+    crossing = (link.latency_s[0, 1] + (1 << 20) / link.bandwidth[0, 1] + link.recv_cpu_s[0, 1]
+                + link.recv_cpu_s_per_byte[0, 1] * (1 << 20))
+    assert est - once == pytest.approx(3 * crossing, rel=1e-9)

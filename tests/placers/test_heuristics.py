@@ -171,3 +171,83 @@ def test_an_op_retargeted_to_a_device_already_asked_is_still_scheduled(name):
     problem = PlacementProblem.build(load_graph(path), load_cluster("post-2gpu"))
     r = place(name, problem)
     assert r.placement.shape == (problem.num_units,) and (r.placement >= 0).all()
+
+
+# ---- TF1 loops: a tensor read in a loop crosses devices once per iteration ------------------
+def with_runs(problem, runs):
+    """The problem with ``OpCosts.runs`` (its times, set by hand, stay per step)."""
+    import dataclasses
+    return dataclasses.replace(problem, costs=problem.costs._replace(
+        runs=np.asarray(runs, np.int64)))
+
+
+def hand_problem(graph, time_s, latency=0.0, x_memory=1 << 40):
+    from tests.sim.helpers import cluster as hand_cluster, device, problem
+    return problem(graph, hand_cluster(device("x", memory=x_memory), device("y"), latency=latency),
+                   time_s)
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_a_tensor_read_in_a_loop_is_charged_per_crossing(name):
+    """a (1 s on x) -> b (1 s on y, 100 s on x; its parameters fit only y, for m-ETF, which
+    picks the earliest start): 1e9 B at 1e9 B/s, latency 0.5 s. b running 5 times reads a's
+    tensor 5 times: data ready at 1 + 5 * 0.5 + 5 * 1 = 8.5, not 1 + 0.5 + 1; the schedule's
+    estimate is the simulator's step time (nothing contends)."""
+    from gplace.sim import simulate_reference
+    g = OpGraph.from_lists([0, 0], [10**9, 0], [(0, 1)], param_bytes=[0, 3 * 10**9])
+    once = hand_problem(g, [[1.0, 100.0], [100.0, 1.0]], latency=0.5, x_memory=2 * 10**9)
+    inv_bw = 1.0 / 1e9
+    for problem, rep, step in ((once, 1.0, 3.5), (with_runs(once, [1, 5]), 5.0, 9.5)):
+        r = place(name, problem)
+        assert r.placement.tolist() == [0, 1]
+        assert r.step_time_s == pytest.approx(step, rel=1e-12)
+        assert r.step_time_s == simulate_reference(problem, r.placement).step_time_s
+        # the estimate's own arithmetic: finish(a) + latency * rep + bytes * inv_bw * rep + 1 s
+        estimate = r.info["schedule_estimate_s"]
+        assert estimate == 1.0 + 0.5 * rep + 10**9 * inv_bw * rep + 1.0
+        assert estimate == pytest.approx(step, rel=1e-12)
+    # rep 1: the arithmetic before repeats, bit for bit
+    assert place(name, once).info["schedule_estimate_s"] == 1.0 + 0.5 + 10**9 * inv_bw + 1.0
+
+
+@pytest.mark.parametrize("name", SCHEDULERS)
+def test_a_loop_keeps_its_input_on_the_producers_device(name):
+    """a (1 s) feeds b and c (2 s each), 1e9 B (1 s on the link). Once: b and c run side by
+    side on both devices (4 s). With c a 5-iteration loop body (2 s in all), a's tensor would
+    cross 5 times (5 s): all on one device (5 s) is faster, and the estimate says so."""
+    from gplace.sim import simulate_reference
+    g = OpGraph.from_lists([0] * 3, [10**9, 0, 0], [(0, 1), (0, 2)])
+    once = hand_problem(g, [1.0, 2.0, 2.0])
+    r = place(name, once)
+    assert r.placement[1] != r.placement[2] and r.step_time_s == 4.0
+    assert r.info["schedule_estimate_s"] == pytest.approx(4.0, rel=1e-12)
+    looped = with_runs(once, [1, 1, 5])
+    r = place(name, looped)
+    assert len(set(r.placement.tolist())) == 1 and r.step_time_s == 5.0
+    assert r.info["schedule_estimate_s"] == 5.0
+    assert simulate_reference(looped, r.placement).step_time_s == 5.0
+
+
+def test_favourite_children_weigh_transfers_by_crossings():
+    """p0 (1e9 B) feeds c0 and c1, p1 (1e6 B) feeds c0 and c2. Once, p0 -> c0 moves the most
+    and p1 gets c2. With c2 a 5000-iteration loop body p1's tensor crosses 5000 times (5e9 B
+    per step): p1 -> c0 goes first and p0 gets c1."""
+    g = OpGraph.from_lists([TERA] * 5, [10**9, 10**6, 0, 0, 0], [(0, 2), (0, 3), (1, 2), (1, 4)])
+    problem = PlacementProblem.build(g, cluster())
+    assert favourite_children(problem, build_view(problem)).tolist() == [2, 4, -1, -1, -1]
+    looped = with_runs(problem, [1, 1, 1, 1, 5000])
+    assert favourite_children(looped, build_view(looped)).tolist() == [3, 2, -1, -1, -1]
+
+
+def test_expert_joins_the_neighbour_with_the_most_bytes_per_step():
+    """Layers a, b, y cut over two GPUs (a | b, y); the gradient op x (no forward op of its
+    own) reads 1e9 B from a and 1e6 B from b. Once, it joins a; with y a 5000-iteration loop
+    body, b's tensor crosses 5000 times a step (5e9 B), so x joins b."""
+    names = ["in", "a", "b", "y", "gradients/x"]
+    edges = [(0, 1), (0, 2), (2, 3), (1, 4), (2, 4)]
+    g = OpGraph.from_lists([TERA] * 5, [10**6, 10**9, 10**6, 0, 0], edges, names=names)
+    problem = PlacementProblem.build(g, cluster())
+    p = place("expert", problem).placement
+    assert p[1] != p[2] and p[2] == p[3] and p[4] == p[1]
+    p = place("expert", with_runs(problem, [1, 1, 1, 5000, 1])).placement
+    assert p[1] != p[2] and p[2] == p[3] and p[4] == p[2]

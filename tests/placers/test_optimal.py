@@ -77,10 +77,13 @@ def tiny(seed: int):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_bound_below_the_exhaustive_optimum(seed):
+@pytest.mark.parametrize("build", ["tiny", "looped_tiny"])
+def test_bound_below_the_exhaustive_optimum(seed, build):
     """Every placement of a tiny problem simulated: the solver's proven bound and the new
-    lower bound are at most the best feasible step time, and the placer reaches it or more."""
-    prob = tiny(seed)
+    lower bound are at most the best feasible step time, and the placer reaches it or more;
+    with random op runs (looped_tiny) too: the transfers' repeats keep the model a relaxation
+    of the simulator."""
+    prob = {"tiny": tiny, "looped_tiny": looped_tiny}[build](seed)
     every = np.array(list(itertools.product(range(prob.num_devices), repeat=prob.num_units)))
     batch = FastSimulator(prob).run_batch(every)
     best = float(np.where(batch.oom, np.inf, batch.step_time_s).min())
@@ -161,3 +164,80 @@ def test_place_optimal_cli(tmp_path):
     exact = report["exact"]
     assert 0 < exact["solver_bound_s"] <= exact["step_time_s"]
     assert exact["solver_bound_s"] >= report["lower_bound_s"] * (1 - 1e-9)
+
+
+# ---- TF1 loops: a transfer stands for one send per iteration (OpCosts.runs) -----------------
+def with_runs(prob, runs):
+    import dataclasses
+    return dataclasses.replace(prob, costs=prob.costs._replace(runs=np.asarray(runs, np.int64)))
+
+
+def test_a_loop_makes_the_split_chain_slower():
+    """The chain of chain_problem with a's y time 3.5 s: once, a and c on x with b on y is
+    still best (5 s). With b a 5-iteration loop body (its 1 s is the loop's), a's tensor
+    crosses 5 times: the split takes 1 + 5 + 1 + 1 + 1 = 9 s and all on x (6 s) is best; the
+    model charges the 5 sends, so its bound proves 6 s."""
+    g = OpGraph.from_lists([0] * 3, [10**9] * 3, [(0, 1), (1, 2)])
+    once = problem(g, cluster(device("x"), device("y")), [[1.0, 3.5], [4.0, 1.0], [1.0, 3.0]])
+    r = optimal(once)
+    assert r.placement.tolist() == [0, 1, 0] and r.step_time_s == 5.0 and r.info["certified"]
+    looped = with_runs(once, [1, 5, 1])
+    assert FastSimulator(looped).run(np.array([0, 1, 0])).step_time_s == 9.0
+    r = optimal(looped)
+    info = r.info
+    assert r.placement.tolist() == [0, 0, 0] and r.step_time_s == 6.0
+    assert info["status"] == "optimal" and info["certified"]
+    assert 6.0 - info["rounding_slack_s"] <= info["cp_sat_bound_s"] <= 6.0
+
+
+def test_a_control_edge_into_a_loop_waits_its_latency_per_run():
+    """a (1 s on x, 10 on y) -control-> b (1 s on y, 10 on x), latency 0.5 s, b running 4
+    times: the split waits 4 * 0.5 s (4 s in all), and the model knows it."""
+    g = OpGraph.from_lists([0, 0], [0, 0], control_edges=[(0, 1)])
+    prob = with_runs(problem(g, cluster(device("x"), device("y"), latency=0.5),
+                             [[1.0, 10.0], [10.0, 1.0]]), [1, 4])
+    r = optimal(prob)
+    info = r.info
+    assert r.placement.tolist() == [0, 1] and r.step_time_s == 4.0
+    assert info["status"] == "optimal" and info["certified"]
+    assert 4.0 - info["rounding_slack_s"] <= info["cp_sat_bound_s"] <= 4.0
+
+
+def model_texts(problems) -> list[str]:
+    """The text form of each problem's model (in this process: see model_texts_isolated)."""
+    from gplace.placers.optimal import build_model
+    models = [build_model(p, 1.0, OptimalConfig()) for p in problems]  # alive while read
+    return [str(m.cp.Proto()) for m in models]
+
+
+def model_texts_isolated(problems) -> list[str]:
+    """model_texts in a fresh process where TensorFlow is loaded here (an earlier test read a
+    .pb): its protobuf and OR-Tools' clash, as optimal.solve_isolated says."""
+    import sys
+    if "tensorflow" not in sys.modules:
+        return model_texts(problems)
+    import multiprocessing
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(model_texts, (problems,))
+
+
+def test_without_loops_the_model_is_unchanged():
+    """Runs of 1 everywhere build the very model (and horizon) of no runs."""
+    from gplace.placers.optimal import _serial_s
+    problems = []
+    for seed in range(3):
+        prob = tiny(seed)
+        ones = with_runs(prob, np.ones(prob.graph.num_ops))
+        assert _serial_s(ones) == _serial_s(prob)
+        problems += [ones, prob]
+    texts = model_texts_isolated(problems)
+    assert texts[0::2] == texts[1::2]
+    assert texts[0] != texts[2]
+
+
+def looped_tiny(seed: int):
+    prob = tiny(seed)
+    runs = np.random.default_rng(seed).choice([1, 2, 5], size=prob.graph.num_ops)
+    return with_runs(prob, runs)
+
+

@@ -29,3 +29,17 @@ def problem(graph: OpGraph, cl: Cluster, time_s, temp=None) -> PlacementProblem:
     costs = OpCosts(time_s, temp, graph.output_bytes, np.ones(time_s.shape, bool),
                     np.zeros(cl.num_devices, bool), ())
     return PlacementProblem(graph, cl, costs, graph.group.astype(np.int64), graph.num_groups)
+
+
+def both(prob, placement):
+    """Runs both simulators, checks they agree, returns the reference result."""
+    from gplace.sim import FastSimulator, simulate_reference
+    ref = simulate_reference(prob, np.asarray(placement))
+    fast = FastSimulator(prob).run(np.asarray(placement))
+    assert fast.step_time_s == ref.step_time_s
+    np.testing.assert_array_equal(fast.op_start_s, ref.op_start_s)
+    np.testing.assert_array_equal(fast.op_end_s, ref.op_end_s)
+    np.testing.assert_array_equal(fast.peak_bytes, ref.peak_bytes)
+    np.testing.assert_array_equal(fast.busy_s, ref.busy_s)
+    assert fast.oom == ref.oom
+    return ref

@@ -94,3 +94,74 @@ def test_never_above_on_corpus_graphs(name, cluster_name):
     m = SimMeasurer(prob)
     heur = np.stack([get_placer(h).place(prob, m, 0).placement for h in cheap_heuristics()])
     check_never_above(prob, np.vstack([heur, prob.random_placements(500, 0)]))
+
+
+# ---- TF1 loops: a crossing into a loop body is paid per iteration (OpCosts.runs) -----------
+def with_runs(prob: PlacementProblem, runs, scale: bool = False) -> PlacementProblem:
+    """``prob`` with op runs; ``scale``: its times multiplied by them (as cost.py does)."""
+    import dataclasses
+    runs = np.asarray(runs, np.int64)
+    time_s = prob.costs.time_s * runs[:, None] if scale else prob.costs.time_s
+    return dataclasses.replace(prob, costs=prob.costs._replace(runs=runs, time_s=time_s))
+
+
+def test_path_bound_pays_a_loops_crossings():
+    """a (1 s on x, 100 on y) -> b (1 s on y, 100 on x), 1e9 B at 1e9 B/s, latency 0.5 s: once,
+    the path bound is the split placement's 1 + 0.5 + 1 + 1 = 3.5 s; with b a 5-iteration loop
+    body the tensor crosses 5 times, 1 + 2.5 + 5 + 1 = 9.5 s, which the split placement
+    simulates to (still the best: one device takes 101 s)."""
+    g = OpGraph.from_lists([0, 0], [10**9, 0], [(0, 1)])
+    once = problem(g, cluster(device("x"), device("y"), latency=0.5), [[1.0, 100.0], [100.0, 1.0]])
+    assert lower_bound(once).path_s == pytest.approx(3.5, rel=1e-8)
+    looped = with_runs(once, [1, 5])
+    b = lower_bound(looped)
+    assert b.path_s == pytest.approx(9.5, rel=1e-8) and b.bound_s == b.path_s
+    assert FastSimulator(looped).run(np.array([0, 1])).step_time_s == 9.5
+    check_never_above(looped, np.array([[0, 0], [0, 1], [1, 0], [1, 1]]))
+
+
+def test_path_bound_pays_a_control_edges_latency_per_run():
+    g = OpGraph.from_lists([0, 0], [0, 0], control_edges=[(0, 1)])
+    once = problem(g, cluster(device("x"), device("y"), latency=0.5), [[1.0, 10.0], [10.0, 1.0]])
+    assert lower_bound(once).path_s == pytest.approx(2.5, rel=1e-8)
+    looped = with_runs(once, [1, 4])
+    assert lower_bound(looped).path_s == pytest.approx(4.0, rel=1e-8)
+    assert FastSimulator(looped).run(np.array([0, 1])).step_time_s == 4.0
+
+
+def test_without_loops_the_bound_is_unchanged():
+    """Runs of 1 everywhere: every figure equals the bound without runs, bit for bit."""
+    for seed in range(8):
+        prob, _ = random_case(seed, 0)
+        ones = with_runs(prob, np.ones(prob.graph.num_ops))
+        assert tuple(lower_bound(ones)) == tuple(lower_bound(prob))
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_never_above_random_looped_placements(chunk):
+    for seed in range(chunk * 20, chunk * 20 + 20):
+        prob, placements = random_case(seed, 60)
+        runs = np.random.default_rng(seed).choice([1, 1, 2, 5, 8], size=prob.graph.num_ops)
+        check_never_above(with_runs(prob, runs, scale=True), placements)
+
+
+@pytest.mark.parametrize("name", ["rnn_loop_00", "rnn_loop_10"])
+@pytest.mark.parametrize("cluster_name", ["post-4gpu", "hetero"])
+def test_never_above_on_looped_corpus_graphs(name, cluster_name):
+    """Profiles with op runs: the bound (now charging each crossing per iteration) stays below
+    every simulated placement, the heuristics' included."""
+    from pathlib import Path
+    from gplace.cluster import load_cluster
+    from gplace.cost import cost_model_for
+    from gplace.opgraph_cache import load_graph
+    from gplace.placers import SimMeasurer, get_placer
+    from gplace.placers.base import cheap_heuristics
+    path = Path(__file__).resolve().parents[2] / "datasets" / "corpus" / f"{name}.pb"
+    if not path.exists():
+        pytest.skip(f"{path} is not here (the corpus is built by datasets/build.py)")
+    prob = PlacementProblem.build(load_graph(str(path)), load_cluster(cluster_name),
+                                  cost_model_for(path))
+    assert prob.costs.runs is not None and prob.costs.runs.max() > 1
+    m = SimMeasurer(prob)
+    heur = np.stack([get_placer(h).place(prob, m, 0).placement for h in cheap_heuristics()])
+    check_never_above(prob, np.vstack([heur, prob.random_placements(300, 0)]))

@@ -5,22 +5,11 @@ import pytest
 
 from gplace.cluster import Cluster
 from gplace.graph import OpGraph
-from gplace.sim import FastSimulator, lower_bound, simulate_reference
+from gplace.sim import FastSimulator, lower_bound
 
-from tests.sim.helpers import cluster, device, problem
+from tests.sim.helpers import both, cluster, device, problem
 
 
-def both(prob, placement):
-    """Runs both simulators, checks they agree, returns the reference result."""
-    ref = simulate_reference(prob, np.asarray(placement))
-    fast = FastSimulator(prob).run(np.asarray(placement))
-    assert fast.step_time_s == ref.step_time_s
-    np.testing.assert_array_equal(fast.op_start_s, ref.op_start_s)
-    np.testing.assert_array_equal(fast.op_end_s, ref.op_end_s)
-    np.testing.assert_array_equal(fast.peak_bytes, ref.peak_bytes)
-    np.testing.assert_array_equal(fast.busy_s, ref.busy_s)
-    assert fast.oom == ref.oom
-    return ref
 
 
 def test_chain_on_one_device():
