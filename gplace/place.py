@@ -283,9 +283,21 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         zero_shot_step_time_s=None if zero is None else float(zero),
         samples=tuned.samples, wall_s=round(time.perf_counter() - start, 3),
         measure=measure,
-        costs="estimated (roofline) on " + ", ".join(estimated) if estimated else "measured",
+        costs=("estimated (roofline) on " + ", ".join(estimated) if estimated else "measured")
+        + _loop_caveat(graph, problem),
         step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
         groups=problem.num_units, chosen=chosen)
+
+
+def _loop_caveat(graph, problem) -> str:
+    """What the costs leave out of a graph with TF1 loops and no run counts (no profile that
+    records them): the iterations, so the loop's estimated times and crossings count once."""
+    loops = graph.meta.get("import", {}).get("loops", 0)
+    if not loops or problem.costs.runs is not None:
+        return ""
+    return (f"; {loops} TF1 loops counted as one iteration (no profile with run counts beside "
+            "the graph): estimated op times and transfers inside them are per step, not per "
+            "iteration")
 
 
 def _shortfall_message(problem, measurer, heuristics) -> str:

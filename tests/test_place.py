@@ -121,3 +121,17 @@ def test_placed_graph_runs_on_two_devices_with_the_same_loss(checkpoint, tmp_pat
     for name in checked:
         assert ran[name].endswith(want[name].split("device:")[-1]), (name, ran[name], want[name])
     assert {want[n][-5:] for n in checked} == {"CPU:0", "CPU:1"}
+
+
+def test_a_looped_graph_without_run_counts_says_its_loops_count_once(checkpoint, tmp_path):
+    from gplace.place import place
+    looped = Path(__file__).resolve().parents[1] / "datasets" / "corpus" / "rnn_loop_10.pb"
+    with_runs = place(looped, cluster="post-2gpu", checkpoint=checkpoint, progress=False)
+    assert "one iteration" not in with_runs.summary.costs  # its profile records the runs
+    alone = tmp_path / "rnn_loop_10.pb"
+    alone.write_bytes(looped.read_bytes())
+    s = place(alone, cluster="post-2gpu", checkpoint=checkpoint, progress=False).summary
+    assert s.costs.startswith("estimated (roofline) on cpu, gpu0, gpu1; ")
+    assert "TF1 loops counted as one iteration" in s.costs
+    assert EXAMPLE.is_file() and "loops" not in place(
+        EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, progress=False).summary.costs
