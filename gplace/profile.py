@@ -1,6 +1,6 @@
 """CostProfile: per-op costs of one graph measured on one kind of device.
 
-A profile is what ``datasets.build`` (and, later, ``gplace profile``) measures with TensorFlow's
+A profile is what ``datasets.build`` and ``gplace profile`` measure with TensorFlow's
 ``RunMetadata.step_stats`` under ``FULL_TRACE``; the cost model (DESIGN.md, "CostModel") reads it
 for every cluster device of the same ``device_kind``. Stored as gzip-compressed JSON so that it
 diffs, compresses well (about 10x) and never needs unpickling.

@@ -20,6 +20,7 @@ _COMMANDS = {
     "calibrate": "calibrate_cmd",
     "pretrain": "pretrain_cmd",
     "place": "place_cmd",
+    "profile": "profile_cmd",
 }
 
 

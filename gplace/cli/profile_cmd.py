@@ -1,0 +1,104 @@
+"""``gplace profile MODEL``: measure every op of a TensorFlow training step on this machine's CPU.
+
+Runs the step with gplace's profiler (``gplace.profiler``: one op at a time on one core,
+``RunMetadata.step_stats`` under FULL_TRACE, medians over the traced steps) and writes the
+``CostProfile`` beside the model as ``<name>.profile.json.gz``, where ``gplace place``,
+``simulate`` and ``bench`` look for it (``gplace.cost.cost_model_for``): op times on devices of
+kind ``cpu`` (the ``local`` and ``local-procs`` clusters) are then measured, not estimated, and
+on every cluster a graph's TF1 loops are simulated per iteration (the profile counts each op's
+runs). The graph runs for real, so ops off gplace's list of ops without side
+effects (gplace/real/allowlist.py) are refused unless ``--allow-unsafe``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+from gplace.cli import checks
+from gplace.errors import ConfigError, GplaceError
+
+
+def add_parser(sub, name: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help="measure every op of a training step on this CPU",
+                       description="Measure every op of a TensorFlow training step on this "
+                                   "machine's CPU and write the profile beside the model, where "
+                                   "place, simulate and bench read it.")
+    p.add_argument("model", help=".pb, .pbtxt, .meta or SavedModel directory (not .pt2)")
+    p.add_argument("--out", metavar="FILE",
+                   help="where to write the profile (default: <model name>.profile.json.gz "
+                        "beside the model, where gplace looks for it)")
+    p.add_argument("--steps", type=checks.count(1, 1000, "traced steps"), default=5, metavar="N",
+                   help="traced steps; each op's time is its median over them (default 5)")
+    p.add_argument("--loss", default=None, metavar="NAME",
+                   help="the op that ends a training step (default: step_loss, or else the one "
+                        "op nothing consumes)")
+    p.add_argument("--allow-unsafe", action="store_true",
+                   help="run ops off gplace's list of ops without side effects (files, Python, "
+                        "network; see gplace/real/allowlist.py)")
+    p.add_argument("--force", action="store_true", help="replace a profile that exists")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    return p
+
+
+def default_out(model: str | os.PathLike) -> Path:
+    """Where cost_model_for reads a model's profile: beside it, named by its first dot."""
+    path = Path(model)
+    return path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
+
+
+def run(args) -> int:
+    model = checks.model_path(args.model)
+    if str(model).lower().endswith((".pt2", ".npz")):
+        raise ConfigError(f"{model}: gplace profile runs TensorFlow graphs (.pb, .pbtxt, .meta, "
+                          "SavedModel), not a PyTorch program or a saved OpGraph")
+    out = checks.output_file(args.out or default_out(model))
+    if out.exists() and not args.force:
+        raise ConfigError(f"{out} exists; --force replaces it")
+    # The profiler's kernels: no oneDNN fusions, so that step_stats names are the graph's (this
+    # must precede TensorFlow's import; nothing in the command has imported it yet).
+    os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
+    from gplace.opgraph_cache import load_graph
+    from gplace.profiler import ProfileConfig, profile_graph
+    from gplace.real.measurer import step_op
+    from gplace.real.safety import check_safe
+    from gplace.report import source_graph_def
+    graph_def = source_graph_def(str(model))
+    check_safe(graph_def, args.allow_unsafe)
+    fetch = step_op(graph_def, args.loss)
+    graph = load_graph(str(model))  # its name is what the cost model matches the profile by
+    start = time.perf_counter()
+    profile = _measure(lambda: profile_graph(graph_def, graph.meta["name"], fetch,
+                                             ProfileConfig(traced_steps=args.steps)), model)
+    profile.save(out)
+    runs = profile.op_runs
+    summary = {"graph": profile.graph, "profile": str(out), "ops_profiled": len(profile.op_names),
+               "graph_ops": graph.num_ops, "step_time_s": profile.step_time_s,
+               "coverage": round(profile.coverage, 4),
+               "max_runs_per_op": int(runs.max()) if runs is not None and runs.size else 1,
+               "machine": profile.machine, "seconds": round(time.perf_counter() - start, 1)}
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    loops = (f"; TF1 loops: up to {summary['max_runs_per_op']} runs per op"
+             if summary["max_runs_per_op"] > 1 else "")
+    print(f"profiled {summary['ops_profiled']:,} of {graph.num_ops:,} ops of {profile.graph} on "
+          f"{profile.machine}: step {profile.step_time_s * 1e3:.1f} ms traced, op times cover "
+          f"{profile.coverage:.0%} of it{loops} ({summary['seconds']:.0f} s)\n"
+          f"wrote {out}: gplace place, simulate and bench now read it: its times for devices of "
+          f"kind cpu (clusters local and local-procs), its run counts on every cluster")
+    return 0
+
+
+def _measure(profile, model: Path):
+    """``profile()``, with TensorFlow's failure to run the step as one line."""
+    import tensorflow as tf
+    try:
+        return profile()
+    except tf.errors.OpError as e:
+        first = (e.message or str(e)).strip().splitlines()[0][:300]
+        raise GplaceError(f"{model}: TensorFlow could not run the step ({type(e).__name__}: "
+                          f"{first})") from None

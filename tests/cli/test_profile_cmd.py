@@ -1,0 +1,55 @@
+"""`gplace profile`: a measured profile beside the model that place reads, and bad input as one
+line (the allowlist, a step that needs feeds, a profile that exists)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from gplace.cli import main
+from gplace.profile import CostProfile
+
+ROOT = Path(__file__).resolve().parents[2]
+LOOPED = ROOT / "datasets" / "corpus" / "rnn_loop_10.pb"
+
+
+def test_profile_beside_the_model_counts_loop_runs_and_place_reads_it(tmp_path, capsys):
+    model = tmp_path / "rnn_loop_10.pb"
+    model.write_bytes(LOOPED.read_bytes())
+    assert main(["profile", str(model), "--steps", "1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    written = tmp_path / "rnn_loop_10.profile.json.gz"
+    assert summary["profile"] == str(written) and summary["ops_profiled"] == summary["graph_ops"]
+    profile = CostProfile.load(written)
+    shipped = CostProfile.load(LOOPED.with_name("rnn_loop_10.profile.json.gz"))
+    runs = dict(zip(shipped.op_names.tolist(), shipped.op_runs.tolist()))
+    assert [runs[n] for n in profile.op_names.tolist()] == profile.op_runs.tolist()
+    assert summary["max_runs_per_op"] == int(profile.op_runs.max()) > 1
+    from gplace.cluster import load_cluster
+    from gplace.cost import cost_model_for
+    from gplace.opgraph_cache import load_graph
+    costs = cost_model_for(model).costs(load_graph(model), load_cluster("local-procs"))
+    assert costs.measured.all() and np.array_equal(costs.runs, costs.runs.clip(1))
+    assert main(["profile", str(model)]) == 2  # it exists: --force replaces it
+    assert "--force replaces it" in capsys.readouterr().err
+
+
+def test_a_step_that_needs_a_feed_or_an_unsafe_op_is_one_line(tmp_path, capsys):
+    tf = pytest.importorskip("tensorflow")
+    g = tf.Graph()
+    with g.as_default():
+        x = tf.compat.v1.placeholder(tf.float32, (2, 2), name="x")
+        tf.identity(tf.reduce_sum(x * 2.0), name="step_loss")
+    fed = tmp_path / "fed.pb"
+    fed.write_bytes(g.as_graph_def().SerializeToString())
+    assert main(["profile", str(fed)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "TensorFlow could not run the step" in err and "\n" not in err
+    assert not (tmp_path / "fed.profile.json.gz").exists()
+    with g.as_default():
+        tf.io.write_file("/tmp/never", tf.constant("x"), name="writer")
+    unsafe = tmp_path / "unsafe.pb"
+    unsafe.write_bytes(g.as_graph_def().SerializeToString())
+    assert main(["profile", str(unsafe), "--loss", "step_loss"]) == 2
+    assert "WriteFile" in capsys.readouterr().err
