@@ -5,8 +5,9 @@
 
 The shipped policy never saw the nmt family (LSTM encoder-decoders with attention; a test
 family). A user's folder of nmt graphs (MINE: variants built here with the corpus' nmt builder,
-as plain .pb files with no manifest and no measured profile) specializes it:
+as plain .pb files with no manifest, each profiled here by ``gplace profile``) specializes it:
 
+    gplace profile runs/specialize/mine/<name>.pb        # for each graph: its profile beside it
     gplace pretrain --corpus runs/specialize/mine --init gplace/checkpoints/policy.pt
         --random-clusters 0 --rounds 1 --max-steps STEPS --out runs/specialize/policy.pt
 
@@ -34,6 +35,7 @@ ROOT = HERE.parent
 RUN = ROOT / "runs" / "specialize"
 RECORDS = HERE / "specialize.jsonl"
 PAGE = HERE / "SPECIALIZE.md"
+PROFILE_MINUTES = RUN / "profile_minutes.txt"  # gplace profile's minutes over MINE
 # The user's graphs: nmt variants unlike the corpus' nmt_2l / nmt_4l / nmt_8l in depth and width.
 MINE = {"nmt_1l_h384": dict(layers=1, hidden=384), "nmt_3l_h192": dict(layers=3, hidden=192),
         "nmt_3l_h320": dict(layers=3, hidden=320), "nmt_6l_h256": dict(layers=6, hidden=256)}
@@ -44,7 +46,9 @@ STEPS = 400
 
 
 def build_mine(log) -> Path:
-    """runs/specialize/mine/<name>.pb for every graph of MINE (kept once built)."""
+    """runs/specialize/mine/<name>.pb for every graph of MINE and its profile beside it, by
+    ``gplace profile`` as a user would (kept once built): measured CPU times, and the run counts
+    that make the simulator charge the nmt loops per iteration."""
     from datasets.registry import GraphSpec
     folder = RUN / "mine"
     folder.mkdir(parents=True, exist_ok=True)
@@ -55,6 +59,12 @@ def build_mine(log) -> Path:
                              dict(vocab=8000, batch=32, src_len=20, tgt_len=20, **kw))
             path.write_bytes(spec.build().SerializeToString())
             print(f"specialize: built {path}", file=log, flush=True)
+        if not path.with_name(f"{name}.profile.json.gz").exists():
+            t0 = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "gplace", "profile", str(path)], check=True,
+                           stdout=log, stderr=log)
+            spent = float(PROFILE_MINUTES.read_text()) if PROFILE_MINUTES.exists() else 0.0
+            PROFILE_MINUTES.write_text(f"{spent + (time.perf_counter() - t0) / 60:.2f}\n")
     return folder
 
 
@@ -97,6 +107,8 @@ def run(steps: int, log) -> None:
         rec = {"key": f"{graph} {cluster} {seed}", "graph": graph, "cluster": cluster,
                "seed": seed, "units": problem.num_units, "steps": steps,
                "pretrain_minutes": minutes, "mine": len(MINE),
+               "profile_minutes": (float(PROFILE_MINUTES.read_text())
+                                   if PROFILE_MINUTES.exists() else None),
                "best heuristic": min(r.step_time_s for r in heur.values() if r.feasible)}
         for tag, net in nets.items():
             r = GNNPlacer(seed=seed, policy=net).place(problem, m, 100)
@@ -158,7 +170,11 @@ def write_page(records: list[dict], commit: str) -> None:
     intro = textwrap.fill(
         "The shipped policy never saw the nmt family (an LSTM encoder-decoder with attention; "
         f"one of the test families). Given a folder of {r0['mine']} nmt graphs ({mine}; plain "
-        ".pb files, no manifest, roofline costs), one command specializes it:", 96)
+        ".pb files, no manifest), each profiled on this CPU by `gplace profile` ("
+        + (f"{r0['profile_minutes']:.1f} minutes for the {r0['mine']}: "
+           if r0.get("profile_minutes") is not None else "")
+        + "measured CPU times and the run counts of their loops), one command specializes it:",
+        96)
     then = textwrap.fill(
         "It searched an expert from the shipped policy for every graph on post-2gpu, post-4gpu "
         "and hetero, then imitated them from the shipped weights: "
@@ -173,6 +189,7 @@ def write_page(records: list[dict], commit: str) -> None:
 
 {intro}
 
+    for g in runs/specialize/mine/*.pb; do gplace profile "$g"; done
     gplace pretrain --corpus runs/specialize/mine --init gplace/checkpoints/policy.pt \\
         --random-clusters 0 --rounds 1 --max-steps {r0['steps']} --out runs/specialize/policy.pt
 
