@@ -269,6 +269,39 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
                               f"another --log-dir or --out, or remove it to start over")
     elif _rank() == 0:
         atomic_write_text(path, mine)
+    check_corpus_costs(cfg, run_dir)
+
+
+def corpus_costs(corpus: str | Path) -> dict[str, str | None]:
+    """{graph name: the start of its profile's SHA-256, or None for estimated costs} of the
+    training and validation graphs: what the run's experts and weights were searched on."""
+    import hashlib
+    from gplace.gnn.corpus import list_corpus
+    return {e.name: hashlib.sha256(e.profile.read_bytes()).hexdigest()[:16] if e.profile
+            else None for e in list_corpus(corpus) if e.split in ("train", "validation")}
+
+
+def check_corpus_costs(cfg: PretrainConfig, run_dir: Path) -> None:
+    """A run folder resumes only on the costs it started with: a graph that gained, lost or
+    changed its profile (``gplace profile``, new run counts) gives other problems, and the
+    rounds already done would be kept as they were. The first call writes corpus_costs.json."""
+    path = run_dir / "corpus_costs.json"
+    try:
+        mine = corpus_costs(cfg.corpus)
+    except ConfigError:
+        return  # no corpus to compare: listing it later says what is wrong
+    if not path.exists():
+        if _rank() == 0:
+            atomic_write_text(path, json.dumps(mine, indent=1, sort_keys=True))
+        return
+    theirs = json.loads(path.read_text())
+    changed = sorted(n for n in set(mine) | set(theirs) if mine.get(n) != theirs.get(n))
+    if changed:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3
+                                          else "")
+        raise ConfigError(f"{run_dir} holds a run made on other costs: the graphs or profiles "
+                          f"of {shown} changed since; give another --log-dir or --out, or "
+                          f"remove it to start over")
 
 
 def _rank() -> int:

@@ -191,3 +191,21 @@ def test_init_takes_the_checkpoints_network_shape_op_types_included(tmp_path):
     assert (cfg.hidden_channels, cfg.num_layers, cfg.type_channels) == (8, 1, 0)
     with pytest.raises(ConfigError, match="0 op-type channels"):
         _network_shape(PretrainConfig(init_from=str(tmp_path / "p.pt"), type_channels=4))
+
+
+def test_a_run_folder_resumes_only_on_the_costs_it_started_with(tmp_path):
+    """A graph that gains a profile (gplace profile) after a run started gives other problems:
+    resuming that run folder is refused, with one line naming the graph."""
+    from gplace.errors import ConfigError
+    from gplace.gnn.iteration import check_run_folder
+    corpus, run = tmp_path / "mine", tmp_path / "run"
+    corpus.mkdir()
+    run.mkdir()
+    example = Path(__file__).resolve().parents[2] / "gplace" / "examples" / "small_resnet.pb"
+    (corpus / "a.pb").write_bytes(example.read_bytes())
+    cfg = PretrainConfig(corpus=str(corpus))
+    check_run_folder(cfg, run)
+    check_run_folder(cfg, run)                               # nothing changed: resumes
+    (corpus / "a.profile.json.gz").write_bytes(b"a profile")
+    with pytest.raises(ConfigError, match="a changed since"):
+        check_run_folder(cfg, run)
