@@ -95,15 +95,22 @@ def coarsened_corpus_graph(name: str):
     return graph.replace(group=coarse.unit_of_op)
 
 
+def case_costs(graph):
+    """The cost model of a small case: roofline estimates (these clusters have no device of
+    the profiles' kind, cpu), with the run counts of the corpus profile of a coarsened corpus
+    graph, so that its TF1 loops are charged per iteration."""
+    from gplace.cost import cost_model_for
+    return cost_model_for(HERE.parent / "datasets" / "corpus" / f"{graph.meta.get('name', '')}.pb")
+
+
 def run_case(name: str, graph, cluster_name: str, time_limit: float) -> dict:
     """Every row of the module docstring for one small problem."""
     from gplace.cluster import load_cluster
-    from gplace.cost import CostModel
     from gplace.placers import SimMeasurer, get_placer
     from gplace.placers.base import cheap_heuristics
     from gplace.problem import PlacementProblem
     from gplace.sim import lower_bound
-    problem = PlacementProblem.build(graph, load_cluster(cluster_name), CostModel())
+    problem = PlacementProblem.build(graph, load_cluster(cluster_name), case_costs(graph))
     m = SimMeasurer(problem)
     heur = {h: get_placer(h).place(problem, m, 0) for h in cheap_heuristics()}
     seeds = [r.placement for r in heur.values() if r.feasible]
@@ -131,7 +138,8 @@ def place_columns(graph, cluster_name: str, units: int) -> tuple[dict, np.ndarra
     cols = {}
     for budget in (0, 300):
         t0 = time.perf_counter()
-        r = place(graph, cluster=cluster_name, finetune=budget, progress=False, log=io.StringIO())
+        r = place(graph, cluster=cluster_name, finetune=budget, progress=False, log=io.StringIO(),
+                  cost_model=case_costs(graph))
         assert r.problem.num_units == units
         cols[f"place ft {budget}"] = r.step_time_s
         cols[f"place ft {budget} wall_s"] = time.perf_counter() - t0
@@ -243,13 +251,12 @@ def ablation(graph, cluster_name: str) -> dict[str, list[float]]:
     the fine-tuning seed)."""
     import torch
     from gplace.cluster import load_cluster
-    from gplace.cost import CostModel
     from finetune.study import without_heuristics
     from gplace.gnn.placer import load_policy
     from gplace.gnn.policy import GNNPolicy
     from gplace.placers import SimMeasurer
     from gplace.problem import PlacementProblem
-    problem = PlacementProblem.build(graph, load_cluster(cluster_name), CostModel())
+    problem = PlacementProblem.build(graph, load_cluster(cluster_name), case_costs(graph))
     m = SimMeasurer(problem)
     shipped = load_policy()[0]
     out = {c: [] for c in ABLATION}

@@ -11,3 +11,15 @@ class GraphError(GplaceError):
 
 class ConfigError(GplaceError):
     """A cluster, config or checkpoint file with a missing or wrong field."""
+
+
+def tf_error_message(text: str) -> str:
+    """The informative line of a TensorFlow error (TF 2.x opens with "Graph execution error:")."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    for k, line in enumerate(lines):
+        if line.startswith("From /job:") and line.endswith(":") and k + 1 < len(lines):
+            return f"{line} {lines[k + 1]}"[:300]  # a remote task's error: its message follows
+        if not line.startswith(("Graph execution error", "Detected at node", "File ",
+                                "Traceback", "Node: ")):
+            return line[:300]
+    return lines[0][:300] if lines else ""

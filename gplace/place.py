@@ -113,11 +113,13 @@ class PlacementResult:
 def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = None,
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
           seed: int = 0, progress: bool = True, log=sys.stderr,
-          allow_unsafe: bool = False, loss: str | None = None,
+          allow_unsafe: bool = False, loss: str | None = None, cost_model=None,
           **torch_options) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
     ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
-    the op a real step runs (default: gplace.real.measurer.step_op's choice);
+    the op a real step runs (default: gplace.real.measurer.step_op's choice); ``cost_model``:
+    the op costs (a gplace.cost.CostModel; default: the profile beside a model file, else
+    estimates, ``cost_model_for``);
     ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
@@ -132,7 +134,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     placer = _placer(checkpoint, seed, finetune, measure)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
-    problem = PlacementProblem.build(graph, chosen, cost_model_for(model))
+    problem = PlacementProblem.build(graph, chosen, cost_model or cost_model_for(model))
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}

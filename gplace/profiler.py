@@ -135,7 +135,8 @@ def session_config(cfg: ProfileConfig):
     import tensorflow as tf
     conf = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=cfg.inter_op_threads,
                                     intra_op_parallelism_threads=cfg.intra_op_threads,
-                                    use_per_session_threads=True)
+                                    use_per_session_threads=True,
+                                    device_count={"GPU": 0})  # this CPU's times, one per op
     conf.graph_options.rewrite_options.disable_meta_optimizer = True
     opts = conf.graph_options.optimizer_options
     opts.opt_level = tf.compat.v1.OptimizerOptions.L0

@@ -68,7 +68,9 @@ def run(args) -> int:
     from gplace.report import source_graph_def
     graph_def = source_graph_def(str(model))
     check_safe(graph_def, args.allow_unsafe)
-    fetch = step_op(graph_def, args.loss)
+    fetch = step_op(graph_def, args.loss, runner="gplace profile")
+    for node in graph_def.node:  # measured on this CPU, wherever the graph was placed before
+        node.device = ""
     graph = load_graph(str(model))  # its name is what the cost model matches the profile by
     start = time.perf_counter()
     profile = _measure(lambda: profile_graph(graph_def, graph.meta["name"], fetch,
@@ -85,20 +87,24 @@ def run(args) -> int:
         return 0
     loops = (f"; TF1 loops: up to {summary['max_runs_per_op']} runs per op"
              if summary["max_runs_per_op"] > 1 else "")
+    beside = default_out(model)
+    use = ("gplace place, simulate and bench now read it: its times for devices of kind cpu "
+           "(clusters local and local-procs), its run counts on every cluster"
+           if out.resolve() == beside.resolve()
+           else f"gplace reads a model's profile from {beside}; move it there to use it")
     print(f"profiled {summary['ops_profiled']:,} of {graph.num_ops:,} ops of {profile.graph} on "
           f"{profile.machine}: step {profile.step_time_s * 1e3:.1f} ms traced, op times cover "
           f"{profile.coverage:.0%} of it{loops} ({summary['seconds']:.0f} s)\n"
-          f"wrote {out}: gplace place, simulate and bench now read it: its times for devices of "
-          f"kind cpu (clusters local and local-procs), its run counts on every cluster")
+          f"wrote {out}: {use}")
     return 0
 
 
 def _measure(profile, model: Path):
     """``profile()``, with TensorFlow's failure to run the step as one line."""
     import tensorflow as tf
+    from gplace.errors import tf_error_message
     try:
         return profile()
     except tf.errors.OpError as e:
-        first = (e.message or str(e)).strip().splitlines()[0][:300]
         raise GplaceError(f"{model}: TensorFlow could not run the step ({type(e).__name__}: "
-                          f"{first})") from None
+                          f"{tf_error_message(e.message or str(e))})") from None

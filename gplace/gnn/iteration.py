@@ -272,19 +272,31 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
     check_corpus_costs(cfg, run_dir)
 
 
-def corpus_costs(corpus: str | Path) -> dict[str, str | None]:
-    """{graph name: the start of its profile's SHA-256, or None for estimated costs} of the
-    training and validation graphs: what the run's experts and weights were searched on."""
+def corpus_costs(corpus: str | Path) -> dict[str, list]:
+    """{graph name: [its file's size in bytes, the start of its profile's SHA-256 or None for
+    estimated costs]} of the training and validation graphs: what the run's experts and weights
+    were searched on (a graph file is named by its size: hashing a corpus of hundreds of MB at
+    every start would cost seconds)."""
     import hashlib
     from gplace.gnn.corpus import list_corpus
-    return {e.name: hashlib.sha256(e.profile.read_bytes()).hexdigest()[:16] if e.profile
-            else None for e in list_corpus(corpus) if e.split in ("train", "validation")}
+    return {e.name: [_size(e.path),
+                     hashlib.sha256(e.profile.read_bytes()).hexdigest()[:16] if e.profile
+                     else None]
+            for e in list_corpus(corpus) if e.split in ("train", "validation")}
+
+
+def _size(path: Path) -> int:
+    """Bytes of a graph file, or of every file of a SavedModel directory."""
+    path = Path(path)
+    return (sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) if path.is_dir()
+            else path.stat().st_size)
 
 
 def check_corpus_costs(cfg: PretrainConfig, run_dir: Path) -> None:
     """A run folder resumes only on the costs it started with: a graph that gained, lost or
     changed its profile (``gplace profile``, new run counts) gives other problems, and the
-    rounds already done would be kept as they were. The first call writes corpus_costs.json."""
+    rounds already done would be kept as they were. The first call writes corpus_costs.json; a
+    run folder from before that file existed is taken as it is."""
     path = run_dir / "corpus_costs.json"
     try:
         mine = corpus_costs(cfg.corpus)

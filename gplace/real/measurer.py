@@ -254,7 +254,7 @@ class RealMeasurer:
 STEP_OP = "step_loss"  # what the corpus graphs name the op that ends a training step
 
 
-def step_op(graph_def, name: str | None = None) -> str:
+def step_op(graph_def, name: str | None = None, runner: str = "--measure real") -> str:
     """The op a measured step runs: ``name``, which must be in the graph; without one
     STEP_OP, or else the one op that no other op consumes (a graph's train op). A ConfigError
     asking for ``--loss NAME`` when there is no such op or several: running the wrong op
@@ -271,7 +271,7 @@ def step_op(graph_def, name: str | None = None) -> str:
     if len(sinks) == 1:
         return sinks[0]
     shown = ", ".join(sinks[:8]) + (f", ... ({len(sinks)} in all)" if len(sinks) > 8 else "")
-    raise ConfigError(f"--measure real runs one training step up to its last op, {STEP_OP!r} "
+    raise ConfigError(f"{runner} runs one training step up to its last op, {STEP_OP!r} "
                       f"by default, and this graph has no op of that name; pass --loss NAME, "
                       f"the op that ends a step (ops nothing consumes here: {shown})")
 

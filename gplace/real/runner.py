@@ -158,14 +158,8 @@ def _error(e: BaseException, message: str) -> dict:
 
 
 def _tf_message(text: str) -> str:
-    """The informative line of a TF error (TF 2.x opens with "Graph execution error:")."""
-    lines = [l.strip() for l in str(text).splitlines() if l.strip()]
-    for k, l in enumerate(lines):
-        if l.startswith("From /job:") and l.endswith(":") and k + 1 < len(lines):
-            return f"{l} {lines[k + 1]}"[:300]  # a remote task's error: its message follows
-        if not l.startswith(("Graph execution error", "Detected at node", "File ", "Traceback")):
-            return l[:300]
-    return lines[0][:300] if lines else ""
+    from gplace.errors import tf_error_message
+    return tf_error_message(text)
 
 
 def _first_line(text: str) -> str:

@@ -209,3 +209,12 @@ def test_a_run_folder_resumes_only_on_the_costs_it_started_with(tmp_path):
     (corpus / "a.profile.json.gz").write_bytes(b"a profile")
     with pytest.raises(ConfigError, match="a changed since"):
         check_run_folder(cfg, run)
+    (corpus / "a.profile.json.gz").unlink()
+    check_run_folder(cfg, run)                               # as it started: resumes
+    (corpus / "b.pb").write_bytes(example.read_bytes())      # a graph added
+    with pytest.raises(ConfigError, match="of b changed since"):
+        check_run_folder(cfg, run)
+    (corpus / "b.pb").unlink()
+    (corpus / "a.pb").write_bytes(example.read_bytes()[:-1] + b"\0\0")  # a graph replaced
+    with pytest.raises(ConfigError, match="of a changed since"):
+        check_run_folder(cfg, run)
