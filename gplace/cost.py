@@ -15,7 +15,10 @@ TF1 loops: a profile counts each op's executions per step (``CostProfile.op_runs
 times are sums over them. The simulator runs a loop body once, so a roofline estimate (the
 time of one execution) is multiplied by the op's runs, and a tensor that crosses devices is
 sent once per run of its consumer (:func:`transfer_repeats`): in TensorFlow a Send/Recv pair
-inside a loop frame runs every iteration. Without recorded runs every op runs once.
+inside a loop frame runs every iteration. Without recorded runs every op runs once. Not
+modelled: the memory a loop's stacks hold for the backward pass (one tensor per iteration; the
+simulator counts one), and iterations overlapping across devices (a body split over devices is
+charged as if its iterations ran one after another).
 """
 
 from __future__ import annotations

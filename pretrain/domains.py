@@ -557,7 +557,8 @@ def write_page(records: list[dict]) -> None:
         old = load_records(path)
         old_linear = [r for r in old if r["variant"] == "linear"]
         if old_linear:
-            then.append(f"{rule} (\"{title}\" below), {gain(old_linear, 'ft 100'):.3f}x and "
+            then.append(f"{rule} (\"{title}\" below, {len(old_linear)} cases without the "
+                        f"looped graphs), {gain(old_linear, 'ft 100'):.3f}x and "
                         f"{gain(old_linear, 'zero-shot'):.3f}x")
             sections.append(archive_section(old, title, prose))
     gains = textwrap.fill(
