@@ -3,13 +3,12 @@
     python -m datasets.runs                  # every looped graph whose profile lacks the counts
     python -m datasets.runs --only nmt_2l    # one graph
 
-Profiles measured before ``gplace.profiler`` recorded ``CostProfile.op_runs`` hold each op's
-time summed over a loop's iterations but not the iteration count, so the simulator charged a
-tensor that crosses devices inside a loop once per step, not once per iteration (measured on
-local-procs: nmt_2l's expert placement ran in 535 ms where the one-trip model said 276 ms). This
-runs one traced step per graph (``gplace.profiler.count_runs``; counts do not vary between
-steps) and writes the counts into the profile, atomically; the measured times stay as they
-were. Graphs without TF1 loops run every op once, which is what a profile without counts says.
+A profile without ``CostProfile.op_runs`` holds each op's time summed over a loop's iterations
+but not the iteration count, which the simulator needs to charge a loop per iteration
+(``gplace.cost``). This runs one traced step per graph (``gplace.profiler.count_runs``; counts
+do not vary between steps) and writes the counts into the profile, atomically; the measured
+times stay as they are. Graphs without TF1 loops run every op once, which is what a profile
+without counts says.
 """
 
 from __future__ import annotations

@@ -233,6 +233,13 @@ def _profile_record(p: CostProfile) -> dict:
             "meta": p.meta, **({} if p.op_runs is None else {"op_runs": p.op_runs.tolist()})}
 
 
+def profile_path_for(model: str | os.PathLike) -> Path:
+    """Where a model file's profile lives: ``<name>.profile.json.gz`` beside it, named by the
+    file name up to its first dot (as ``datasets/`` and ``gplace profile`` write them)."""
+    path = Path(model)
+    return path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
+
+
 def cost_model_for(source) -> CostModel:
     """The one cost rule of every entry point (place, bench, the studies): the measured profile
     that sits beside a model file (``<name>.profile.json.gz``, as ``datasets/`` writes them)
@@ -240,8 +247,7 @@ def cost_model_for(source) -> CostModel:
     which). A source that is not a path gets estimates only."""
     model = CostModel()
     if isinstance(source, (str, os.PathLike)):
-        path = Path(source)
-        profile = path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
+        profile = profile_path_for(source)
         if profile.is_file():
             model.add_profile(CostProfile.load(profile))
     return model

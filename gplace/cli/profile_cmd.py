@@ -44,18 +44,14 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     return p
 
 
-def default_out(model: str | os.PathLike) -> Path:
-    """Where cost_model_for reads a model's profile: beside it, named by its first dot."""
-    path = Path(model)
-    return path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
-
-
 def run(args) -> int:
     model = checks.model_path(args.model)
     if str(model).lower().endswith((".pt2", ".npz")):
         raise ConfigError(f"{model}: gplace profile runs TensorFlow graphs (.pb, .pbtxt, .meta, "
                           "SavedModel), not a PyTorch program or a saved OpGraph")
-    out = checks.output_file(args.out or default_out(model))
+    from gplace.cost import profile_path_for
+    beside = profile_path_for(model)
+    out = checks.output_file(args.out or beside)
     if out.exists() and not args.force:
         raise ConfigError(f"{out} exists; --force replaces it")
     # The profiler's kernels: no oneDNN fusions, so that step_stats names are the graph's (this
@@ -87,7 +83,6 @@ def run(args) -> int:
         return 0
     loops = (f"; TF1 loops: up to {summary['max_runs_per_op']} runs per op"
              if summary["max_runs_per_op"] > 1 else "")
-    beside = default_out(model)
     use = ("gplace place, simulate and bench now read it: its times for devices of kind cpu "
            "(clusters local and local-procs), its run counts on every cluster"
            if out.resolve() == beside.resolve()

@@ -40,6 +40,8 @@ import time
 os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")  # the profiler's kernels (gplace.profiler)
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
+from gplace.errors import tf_error_message  # noqa: E402 - imports no TensorFlow
+
 
 def placed_graph_def(graph_def, op_names: list[str], tf_devices: list[str], op_device):
     """A copy of ``graph_def`` with NodeDef.device set for every op in ``op_names``."""
@@ -121,7 +123,7 @@ def serve(tf, graph_def, job: dict, placements, commands) -> None:
                         placed.session.close()
                     record = {"ok": True}
             except tf.errors.OpError as e:
-                record = _error(e, _tf_message(e.message))
+                record = _error(e, tf_error_message(e.message))
             except Exception as e:  # noqa: BLE001 - reported to the parent, not swallowed
                 record = _error(e, _first_line(str(e)))
             print(json.dumps({"i": i, **record}), flush=True)
@@ -155,11 +157,6 @@ def _error(e: BaseException, message: str) -> dict:
     """A failed command's reply; the parent decides by ``error_type`` whether to retry."""
     kind = type(e).__name__
     return {"ok": False, "error": f"{kind}: {message}", "error_type": kind}
-
-
-def _tf_message(text: str) -> str:
-    from gplace.errors import tf_error_message
-    return tf_error_message(text)
 
 
 def _first_line(text: str) -> str:

@@ -96,13 +96,3 @@ def test_load_figures():
     busy = LoadFigures(2, 3.1, 0.4, 0.0, 10.0)
     assert busy.loaded and "other processes 40% of 2 cores" in busy.warning()
     assert not LoadFigures(2, 0.5, 0.02, 0.0, 10.0).loaded
-
-
-def test_a_remote_tasks_error_keeps_its_message():
-    from gplace.real.runner import _tf_message
-    text = ("From /job:worker/replica:0/task:1:\nRecvTensor expects a different device "
-            "incarnation\n\t [[{{node x}}]]")
-    assert _tf_message(text) == ("From /job:worker/replica:0/task:1: RecvTensor expects a "
-                                 "different device incarnation")
-    assert _tf_message("Graph execution error:\n\nDetected at node 'a'\nOOM when allocating") \
-        == "OOM when allocating"
