@@ -16,7 +16,9 @@ them starting from the shipped weights). Then, on the corpus' own nmt graphs, wh
 specialization did not see, on CLUSTERS, for SEEDS: the best heuristic, and zero-shot and ft 100
 (100 fine-tuning samples, no heuristic starts) of the shipped and of the specialized policy.
 Records go to pretrain/specialize.jsonl, the page to pretrain/SPECIALIZE.md. Every step time is
-simulated.
+simulated. The records and the specialized policy name the shipped policy file they start from
+(``shipped_policy``, the start of its SHA-256); when it changes, a run specializes it again and
+replaces them.
 """
 
 from __future__ import annotations
@@ -69,9 +71,26 @@ def build_mine(log) -> Path:
 
 
 def specialize(steps: int, log) -> tuple[Path, float]:
-    """The specialized policy and the minutes its pretraining took (resumed if stopped)."""
+    """The specialized policy and the minutes its pretraining took (resumed if stopped), from
+    the shipped policy of today: a run from another one (its digest in ``init_policy.txt``) is
+    removed first, with the experts it searched."""
+    import shutil
+    from gplace.gnn.placer import SHIPPED
+    from pretrain.domains import policy_digest
     out = RUN / "policy.pt"
     minutes_file = RUN / "minutes.txt"
+    stamp = RUN / "init_policy.txt"
+    digest = policy_digest(SHIPPED)
+    made_from = stamp.read_text().strip() if stamp.exists() else None
+    if out.exists() and made_from != digest:
+        print(f"specialize: {out} started from another shipped policy; specializing again",
+              file=log, flush=True)
+        for path in (out, out.with_suffix(".md"), minutes_file):
+            path.unlink(missing_ok=True)
+        shutil.rmtree(RUN / "runs", ignore_errors=True)
+        shutil.rmtree(RUN / "mine" / ".gplace-cache" / "experts", ignore_errors=True)
+    RUN.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest + "\n")
     if out.exists() and minutes_file.exists():
         return out, float(minutes_file.read_text())
     mine = build_mine(log)
@@ -92,8 +111,15 @@ def run(steps: int, log) -> None:
     from finetune.study import build_case
     from gplace.gnn.corpus import list_corpus
     from gplace.gnn.placer import GNNPlacer, load_policy
+    from gplace.gnn.placer import SHIPPED
+    from gplace.io import atomic_write_text
+    from pretrain.domains import policy_digest
     torch.set_num_threads(1)
-    done = {r["key"] for r in load_records()}
+    digest = policy_digest(SHIPPED)
+    kept = [r for r in load_records() if r.get("shipped_policy") == digest]
+    if RECORDS.exists() and len(kept) < len(load_records()):  # made from another shipped policy
+        atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in kept))
+    done = {r["key"] for r in kept}
     todo = [(g, c, s) for g in HELD_OUT for c in CLUSTERS for s in SEEDS
             if f"{g} {c} {s}" not in done]
     if not todo:
@@ -105,7 +131,7 @@ def run(steps: int, log) -> None:
         t0 = time.perf_counter()
         problem, m, heur, bound = build_case(entries[graph], cluster)
         rec = {"key": f"{graph} {cluster} {seed}", "graph": graph, "cluster": cluster,
-               "seed": seed, "units": problem.num_units, "steps": steps,
+               "seed": seed, "units": problem.num_units, "steps": steps, "shipped_policy": digest,
                "pretrain_minutes": minutes, "mine": len(MINE),
                "profile_minutes": (float(PROFILE_MINUTES.read_text())
                                    if PROFILE_MINUTES.exists() else None),
