@@ -89,8 +89,8 @@ def evaluate(spec, path: Path, cluster: str, seed: int, shipped_only: bool = Fal
     feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
     best = min(feasible, key=feasible.get)
     rec = {"graph": spec.name, "family": spec.family, "cluster": cluster, "seed": seed,
-           "ops": problem.graph.num_ops, "units": problem.num_units, "best heuristic": feasible[best],
-           "best_heuristic": best, "lower bound": bound, **rec}
+           "ops": problem.graph.num_ops, "units": problem.num_units,
+           "best heuristic": feasible[best], "best_heuristic": best, "lower bound": bound, **rec}
     untrained = fresh_network(shipped, seed)
     rec.update(without_heuristics(problem, m, untrained, seed, "untrained "))
     rec.update(with_heuristics(problem, m, heur, untrained, seed, "untrained "))
