@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Rebuilds every results page that shows the shipped policy (gplace/checkpoints/policy.pt), after
+# a new one is shipped. Each study's records name the policy file that made them (the start of
+# its SHA-256), and only the columns of another file are recomputed: the ablations, searches,
+# bounds and exact solutions stay. Every step time is simulated (estimates). Run after
+# scripts/setup.sh; each step resumes where it stopped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+nice $PY -m finetune.outside                      # finetune/OUTSIDE.md
+nice $PY -m pretrain.domains                      # pretrain/DOMAINS.md, the shipped columns
+nice $PY -m finetune.optimality --refresh-place   # finetune/OPTIMALITY.md
+nice $PY -m pretrain.specialize                   # pretrain/SPECIALIZE.md
+nice $PY finetune/pytorch_study.py --finetune 100 --seeds 0   # finetune/PYTORCH.md
+bash finetune/run.sh                              # finetune/RESULTS.md and its bars
+$PY -m pretrain.headroom --page-only              # pretrain/HEADROOM.md from the new records
