@@ -105,8 +105,9 @@ def load_records() -> list[dict]:
 
 
 def run(seeds: list[int], log) -> None:
-    """Every missing case, then the shipped policy's columns of every record another policy
-    file made (each record rewritten in place, atomically: one writer at a time)."""
+    """Every missing case of ``seeds``, and the shipped policy's columns of every record
+    (of any seed) another policy file made (each record rewritten in place, atomically: one
+    writer at a time)."""
     import torch
     from datasets.outside import OUTSIDE, check_outside
     from gplace.gnn.placer import SHIPPED
@@ -115,10 +116,12 @@ def run(seeds: list[int], log) -> None:
     torch.set_num_threads(1)
     check_outside()
     digest = policy_digest(SHIPPED)
+    recorded = {(r["graph"], r["cluster"], r["seed"]) for r in load_records()}
     for spec in OUTSIDE:
         path = None
         for cluster in CLUSTERS:
-            for seed in seeds:
+            for seed in sorted(set(seeds) | {s for g, c, s in recorded
+                                             if (g, c) == (spec.name, cluster)}):
                 key = (spec.name, cluster, seed)
                 old = next((r for r in load_records()
                             if (r["graph"], r["cluster"], r["seed"]) == key), None)
@@ -129,10 +132,9 @@ def run(seeds: list[int], log) -> None:
                 new = evaluate(spec, path, cluster, seed, shipped_only=old is not None)
                 rec = {**(old or {}), **new, "commit": _commit(),
                        "wall_s": round(time.perf_counter() - t0, 1)}
-                if old is not None:  # the searches' and the ablation's time stay the case's
-                    rec["wall_s"] = round(old["wall_s"] + rec["wall_s"], 1)
-                    rec["commit"] = old["commit"]
-                    rec["policy_commit"] = _commit()
+                if old is not None:  # the case's first run keeps its commit and time
+                    rec.update(commit=old["commit"], wall_s=old["wall_s"],
+                               policy_commit=_commit(), policy_wall_s=rec["wall_s"])
                 records = [rec if (r["graph"], r["cluster"], r["seed"]) == key else r
                            for r in load_records()]
                 if old is None:
