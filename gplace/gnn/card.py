@@ -35,17 +35,23 @@ VALIDATED = {"zero-shot": "zero-shot placement by the policy's own rollouts (the
 
 def _experts_from(r) -> str:
     """Where a round's experts came from, for the card's table."""
+    if r.round == 0:
+        return "none: the starting policy (--init)"
     if r.start is None:
         return "the untrained network" if r.searched else "the cache (none searched)"
     folder = Path(r.start).parent.name
     return folder if folder.startswith("round") else r.start
 
 
-def card_text(cfg, results, best, run_dir: Path) -> str:
+def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
+    """The card's text; ``start``: the starting policy's validation (a run with ``--init``),
+    round 0, which ``best`` is where no round beat it."""
     from gplace.gnn.pretrain import ProblemPool
     train = len(ProblemPool(cfg, "train", search=False))
     val = len(ProblemPool(cfg, "validation", search=False))
-    lines = [f"# Policy card: round {best.round} of `gplace pretrain --corpus {cfg.corpus}`", "",
+    which = (f"round {best.round}" if best.round else f"the starting policy {cfg.init_from}, "
+             "which no round beat,")
+    lines = [f"# Policy card: {which} of `gplace pretrain --corpus {cfg.corpus}`", "",
              "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "
              "training problem from the round's starting policy, imitates the best expert of "
              f"each, and validates the {VALIDATED[cfg.validate]} of every validation "
@@ -57,16 +63,20 @@ def card_text(cfg, results, best, run_dir: Path) -> str:
              f"{val or f'none (validated on the {train} training problems)'}.", "",
              "| round | experts from | searched | experts / best heuristic | validation "
              f"({cfg.validate}) | chosen checkpoint | seconds |", "|---|---|---|---|---|---|---|"]
-    for r in results:
+    for r in ([start] if start else []) + results:
         mark = "**" if r is best else ""
         lines.append(f"| {mark}{r.round}{mark} | {_experts_from(r)} | "
                      f"{r.searched} | {_experts_figure(r)} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
-    lines += ["", f"Round {best.round}'s validations:", "",
-              "| step | zero-shot / best heuristic | greedy / best heuristic | at or below 1 "
-              f"({cfg.validate}) |", "|---|---|---|---|"]
-    lines += [f"| {s} | {z:.4f} | {g:.4f} | {share:.0%} |"
-              for s, z, g, share in validation_rows(run_dir / f"round{best.round}")]
+    if best.round:
+        lines += ["", f"Round {best.round}'s validations:", "",
+                  "| step | zero-shot / best heuristic | greedy / best heuristic | at or below 1 "
+                  f"({cfg.validate}) |", "|---|---|---|---|"]
+        lines += [f"| {s} | {z:.4f} | {g:.4f} | {share:.0%} |"
+                  for s, z, g, share in validation_rows(run_dir / f"round{best.round}")]
+    else:
+        lines += ["", f"No round validated better than the starting policy ({best.val:.4f}), "
+                  "so the command wrote it unchanged."]
     lines += ["", "Configuration:", "", "```"]
     lines += [f"{k}: {v}" for k, v in asdict(cfg).items() if k != "learn"]
     lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()] + ["```", ""]
@@ -77,6 +87,6 @@ def _experts_figure(r) -> str:
     return "none" if math.isnan(r.experts_vs_heuristic) else f"{r.experts_vs_heuristic:.4f}"
 
 
-def write_card(path: Path, cfg, results, best, run_dir: Path) -> Path:
-    atomic_write_text(path, card_text(cfg, results, best, run_dir))
+def write_card(path: Path, cfg, results, best, run_dir: Path, start=None) -> Path:
+    atomic_write_text(path, card_text(cfg, results, best, run_dir, start))
     return path

@@ -115,7 +115,9 @@ class PretrainConfig:
     expert_from: str | None = None # the first round's expert searches start from this policy
                                    # checkpoint (default: --init, else the untrained network)
     init_from: str | None = None   # every round's imitation starts from this checkpoint's
-                                   # weights and network shape instead of a fresh network
+                                   # weights and network shape instead of a fresh network; it
+                                   # is validated first and written back unchanged where no
+                                   # round beats it
     ema_decay: float = 0.98        # > 0: validate and ship an exponential moving average of
                                    # the weights (per step); the validated placement swings
                                    # with every step's weights, their average less

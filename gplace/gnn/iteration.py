@@ -6,7 +6,10 @@ pipeline from the round's starting policy, seeded with the heuristics and every 
 of the problem), imitates the best expert of each problem (gplace.gnn.pretrain) and validates;
 the next round searches from the new policy, until validation stops improving or ``rounds``
 are done. The first round searches only the problems that have no expert cached yet, so a
-corpus whose experts were restored from an archive starts with the imitation.
+corpus whose experts were restored from an archive starts with the imitation. A run from
+``init_from`` (``gplace pretrain --init``) validates that policy first, as "round 0": when no
+round beats it on validation, the command writes it back unchanged, so specializing never
+hands back a policy that validates worse than the one it started from.
 
 Everything is resumable: experts are cached beside the corpus as soon as each is found, a
 round's imitation continues from its last Lightning checkpoint, and a finished round
@@ -43,6 +46,7 @@ from gplace.gnn.pretrain import (VAL_METRICS, ProblemPool, _geomean, _jsonable, 
 from gplace.io import atomic_write_bytes, atomic_write_text
 
 RESULT = "result.json"
+START = "start.json"  # the starting policy's validation (a run from init_from)
 JOB_MEMORY = 4 << 30  # bytes a search process may take (the training graphs, one search)
 
 
@@ -115,14 +119,46 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
         print(f"pretrain: round {k} done: validation {r.val:.4f} ({cfg.validate} / best heuristic; "
               f"{r.selected}), {r.experts_text()}, {r.searched} searched, {r.seconds:.0f} s",
               file=log, flush=True)
-    best = min(results, key=lambda r: r.val)
+    start = validate_start(cfg, run_dir, log) if cfg.init_from and _rank() == 0 else None
+    best = min(([start] if start else []) + results, key=lambda r: r.val)
     if _rank() == 0:
         atomic_write_bytes(out, Path(best.policy).read_bytes())
         from gplace.gnn.card import write_card
-        write_card(out.with_suffix(".md"), cfg, results, best, run_dir)
-        print(f"pretrain: round {best.round} is the best on validation ({best.val:.4f}); wrote "
+        write_card(out.with_suffix(".md"), cfg, results, best, run_dir, start)
+        which = f"round {best.round}" if best.round else "the starting policy (no round beat it)"
+        print(f"pretrain: {which} is the best on validation ({best.val:.4f}); wrote "
               f"{out} and {out.with_suffix('.md')}", file=log, flush=True)
     return results
+
+
+def validate_start(cfg: PretrainConfig, run_dir: Path, log=sys.stderr) -> RoundResult:
+    """Round 0 of a run from ``cfg.init_from``: that policy's validation figure on the run's
+    validation problems (the training problems where the corpus has no validation split), by
+    the rule the rounds are chosen by; computed once and kept in the run folder."""
+    path = run_dir / START
+    if path.exists():
+        return RoundResult(**json.loads(path.read_text()))
+    from gplace.gnn.infer import policy_weights
+    from gplace.gnn.policy import GNNPolicy
+    from gplace.gnn.pretrain import greedy_time, validation_figures, zero_shot_time
+    began = time.perf_counter()
+    policy = GNNPolicy.load(cfg.init_from)[0]
+    weights = policy_weights(policy)
+    pool = ProblemPool(cfg, "validation", search=False)
+    if not len(pool):
+        pool = ProblemPool(cfg, "train", search=False)
+    rows = []
+    for i in range(len(pool)):
+        state, best = pool.state(i), pool.best_heuristic(i)
+        rows.append([i, greedy_time(policy, state) / best, zero_shot_time(weights, state) / best])
+    val = validation_figures(np.array(rows), cfg.validate)[VAL_METRICS[cfg.validate]]
+    result = RoundResult(0, str(cfg.init_from), 0, float("nan"), float(val),
+                         "the starting policy (--init), untrained here",
+                         round(time.perf_counter() - began, 1), str(cfg.init_from))
+    atomic_write_text(path, json.dumps(result._asdict(), indent=1))
+    print(f"pretrain: the starting policy {cfg.init_from} validates at {val:.4f} "
+          f"({cfg.validate} / best heuristic)", file=log, flush=True)
+    return result
 
 
 def _done(cfg: PretrainConfig, results: list[RoundResult]) -> bool:

@@ -218,3 +218,31 @@ def test_a_run_folder_resumes_only_on_the_costs_it_started_with(tmp_path):
     (corpus / "a.pb").write_bytes(example.read_bytes()[:-1] + b"\0\0")  # a graph replaced
     with pytest.raises(ConfigError, match="of a changed since"):
         check_run_folder(cfg, run)
+
+
+@pytest.mark.slow
+def test_a_run_from_init_hands_back_the_start_where_no_round_beats_it(tmp_path):
+    """--init: the starting policy is validated as round 0 (once, kept in the run folder); the
+    command writes it unchanged where it validates best, else the best round."""
+    from gplace.gnn.iteration import START, run_iteration
+    from gplace.gnn.policy import GNNPolicy
+    corpus = folder_corpus(tmp_path / "mine")
+    GNNPolicy(hidden_channels=8, num_layers=1).save(tmp_path / "start.pt")
+    cfg = tiny(corpus, rounds=1, init_from=str(tmp_path / "start.pt"))
+    results = run_iteration(cfg, tmp_path / "a.pt", tmp_path / "run")
+    start = json.loads((tmp_path / "run" / START).read_text())
+    assert start["round"] == 0 and 0 < start["val"] < np.inf
+    best = min([start["val"]] + [r.val for r in results])
+    wrote = (tmp_path / "a.pt").read_bytes()
+    assert (wrote == (tmp_path / "start.pt").read_bytes()) == (best == start["val"])
+    card = (tmp_path / "a.md").read_text()
+    assert "| none: the starting policy (--init) | 0 | none |" in card
+    for val, handed_back in ((0.0, True), (np.inf, False)):  # the start made best, then worst
+        (tmp_path / "run" / START).write_text(json.dumps({**start, "val": val}))
+        run_iteration(cfg, tmp_path / "b.pt", tmp_path / "run")
+        same = (tmp_path / "b.pt").read_bytes() == (tmp_path / "start.pt").read_bytes()
+        card = (tmp_path / "b.md").read_text()
+        assert same == handed_back
+        assert ("No round validated better than the starting policy" in card) == handed_back
+        assert card.startswith("# Policy card: the starting policy" if handed_back
+                               else "# Policy card: round 1")
