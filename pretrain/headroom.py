@@ -210,8 +210,8 @@ pretrained / the same network untrained. A pretrained policy that found, within 
 samples, the fastest placement known for a case would score "best known / untrained ft 100":
 that ratio is the floor of what this study can show, unless a policy beats every search run
 here. "Best known" is the fastest of a long search (`ft {budget} +h`: `gplace place`'s
-fine-tuning from the shipped policy with the heuristics' placements as starts, {budget}
-samples, seed 0) and of every placement the three studies recorded for the case (every
+fine-tuning from the policy shipped when its record was made (the one before commit a63242c)
+with the heuristics' placements as starts, {budget} samples, seed 0) and of every placement the three studies recorded for the case (every
 variant, seed and method, hill climbing and annealing from the best heuristic at 2,400 samples
 and `ft 300 +h` included). "Share of the room taken": (1 - today) / (1 - floor).
 The last two columns are the same floor for the other bars: a zero-shot placement can score
