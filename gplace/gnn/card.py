@@ -45,7 +45,7 @@ def _experts_from(r) -> str:
 
 def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
     """The card's text; ``start``: the starting policy's validation (a run with ``--init``),
-    round 0, which ``best`` is where no round beat it."""
+    which ``best`` is where no round beat it."""
     from gplace.gnn.pretrain import ProblemPool
     train = len(ProblemPool(cfg, "train", search=False))
     val = len(ProblemPool(cfg, "validation", search=False))

@@ -7,9 +7,9 @@ of the problem), imitates the best expert of each problem (gplace.gnn.pretrain) 
 the next round searches from the new policy, until validation stops improving or ``rounds``
 are done. The first round searches only the problems that have no expert cached yet, so a
 corpus whose experts were restored from an archive starts with the imitation. A run from
-``init_from`` (``gplace pretrain --init``) validates that policy first, as "round 0": when no
-round beats it on validation, the command writes it back unchanged, so specializing never
-hands back a policy that validates worse than the one it started from.
+``init_from`` (``gplace pretrain --init``) validates that policy first: when no round beats it
+on validation, the command writes it back unchanged, so specializing never hands back a policy
+that validates worse than the one it started from.
 
 Everything is resumable: experts are cached beside the corpus as soon as each is found, a
 round's imitation continues from its last Lightning checkpoint, and a finished round
@@ -132,25 +132,19 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
 
 
 def validate_start(cfg: PretrainConfig, run_dir: Path, log=sys.stderr) -> RoundResult:
-    """Round 0 of a run from ``cfg.init_from``: that policy's validation figure on the run's
-    validation problems (the training problems where the corpus has no validation split), by
+    """The starting point of a run from ``cfg.init_from`` (a RoundResult numbered 0): that
+    policy's validation figure on the run's validation problems (pretrain.validation_pool), by
     the rule the rounds are chosen by; computed once and kept in the run folder."""
     path = run_dir / START
     if path.exists():
         return RoundResult(**json.loads(path.read_text()))
     from gplace.gnn.infer import policy_weights
     from gplace.gnn.policy import GNNPolicy
-    from gplace.gnn.pretrain import greedy_time, validation_figures, zero_shot_time
+    from gplace.gnn.pretrain import validation_figures, validation_pool, validation_rows
     began = time.perf_counter()
     policy = GNNPolicy.load(cfg.init_from)[0]
-    weights = policy_weights(policy)
-    pool = ProblemPool(cfg, "validation", search=False)
-    if not len(pool):
-        pool = ProblemPool(cfg, "train", search=False)
-    rows = []
-    for i in range(len(pool)):
-        state, best = pool.state(i), pool.best_heuristic(i)
-        rows.append([i, greedy_time(policy, state) / best, zero_shot_time(weights, state) / best])
+    pool = validation_pool(cfg, ProblemPool(cfg, "train", search=False))
+    rows = validation_rows(policy, policy_weights(policy), pool, range(len(pool)))
     val = validation_figures(np.array(rows), cfg.validate)[VAL_METRICS[cfg.validate]]
     result = RoundResult(0, str(cfg.init_from), 0, float("nan"), float(val),
                          "the starting policy (--init), untrained here",

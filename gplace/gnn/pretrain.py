@@ -184,11 +184,10 @@ class CorpusDataModule(L.LightningDataModule):
             entries = list_corpus(self.cfg.corpus)
             print(f"pretrain: corpus {self.cfg.corpus}: {describe(entries)}", file=sys.stderr)
             self.train = ProblemPool(self.cfg, "train", search=self.before_fit is None)
-            self.val = ProblemPool(self.cfg, "validation")
-            if not len(self.val):
+            self.val = validation_pool(self.cfg, self.train)
+            if self.val is self.train:
                 print("pretrain: the corpus has no validation split; validating on the "
                       "training problems (not a generalization figure)", file=sys.stderr)
-                self.val = self.train
             print(f"pretrain: {len(self.train)} training and {len(self.val)} validation "
                   "problems (built on first use)", file=sys.stderr)
 
@@ -261,11 +260,7 @@ class PretrainModule(L.LightningModule):
 
     def validation_step(self, batch: list[int], batch_idx: int):
         pool, weights = self.trainer.datamodule.val, policy_weights(self.policy)
-        rows = []
-        for i in batch:
-            state, best = pool.state(i), pool.best_heuristic(i)
-            rows.append([i, greedy_time(self.policy, state) / best,
-                         zero_shot_time(weights, state) / best])
+        rows = validation_rows(self.policy, weights, pool, batch)
         # every rank's rows (one process: its own), so that each figure is one geometric mean
         gathered = self.all_gather(torch.tensor(rows, dtype=torch.float64))
         # the same value on every rank: syncing it only keeps Lightning from warning
@@ -295,6 +290,22 @@ class PretrainModule(L.LightningModule):
 
 # the logged name of each validation figure: val/zero_shot_vs_heuristic, val/greedy_vs_heuristic
 VAL_METRICS = {rule: f"val/{rule.replace('-', '_')}_vs_heuristic" for rule in VALIDATIONS}
+
+
+def validation_pool(cfg: PretrainConfig, train: ProblemPool) -> ProblemPool:
+    """The validation problems: the corpus' validation split, else ``train`` itself."""
+    val = ProblemPool(cfg, "validation")
+    return val if len(val) else train
+
+
+def validation_rows(policy: GNNPolicy, weights, pool: ProblemPool, indices) -> list[list[float]]:
+    """(problem index, greedy / best heuristic, zero-shot / best heuristic) of each problem of
+    ``pool`` in ``indices``: what validation_figures reads."""
+    rows = []
+    for i in indices:
+        state, best = pool.state(i), pool.best_heuristic(i)
+        rows.append([i, greedy_time(policy, state) / best, zero_shot_time(weights, state) / best])
+    return rows
 
 
 def greedy_time(policy: GNNPolicy, state: ProblemState) -> float:
