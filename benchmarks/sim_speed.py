@@ -4,7 +4,7 @@
                                    [--repeats 5] [--threads N] [--no-compile-time]
 
 GRAPH is a gplace .npz or anything gplace.load_graph reads; without it, a seeded random DAG of
---ops ops. One op-event = one op executed; transfers are counted separately. Goals (issue 16):
+--ops ops. One op-event = one op executed; transfers are counted separately. Goals:
 >= 10 M op-events/s on one core; a batch spread over all cores at >= 1.8x on 2 cores.
 
 Figures are medians over --repeats batches, in wall time and in CPU time (the machine may be

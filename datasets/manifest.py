@@ -20,7 +20,7 @@ TEST_FAMILIES = ("inception", "nmt", "transformer")     # the HDP / Post / GDP b
 VALIDATION_FAMILIES = ("xception", "gru_lm", "wide_deep")
 
 HEADER = """\
-# gplace training-graph corpus (issue 3). Rebuild: python -m datasets.build
+# gplace training-graph corpus. Rebuild: python -m datasets.build
 #
 # Every graph is one training step (forward, backward, optimizer update) in TF1 graph mode
 # with control flow v1, profiled on this CPU (see gplace/profiler.py): per-op times are the
@@ -45,7 +45,7 @@ HEADER = """\
 # Caveat: BERT/GPT (train) share their attention blocks with the Transformer (test); the split
 # holds out architectures, not op types.
 #
-# Generated graphs (issue 15; datasets/families.py): every row names its generator (the family),
+# Generated graphs (datasets/families.py): every row names its generator (the family),
 # seed, builder, kwargs and recipe_hash (the cache key: python -m datasets.build rebuilds the
 # same bytes, graph_sha256). costs: measured (a CPU profile as above; generated graphs: 1 warm-up,
 # 5 traced, 2 timed steps) or estimated (profile: null; gplace's roofline cost model). Structure
@@ -115,8 +115,8 @@ def entry(spec, out: Path, previous: dict | None) -> dict | None:
                "builder": spec.builder, "kwargs": dict(spec.kwargs)}
     else:
         return None
-    # Added by issue 15 (no earlier field changes meaning): how the costs are known, what made
-    # the graph, and its structure.
+    # Fields after the profiled graphs' first ones (none of those changes meaning): how the
+    # costs are known, what made the graph, and its structure.
     row["costs"] = "measured" if ppath.exists() else "estimated"
     row["generator"] = spec.generator or None
     row["seed"] = spec.seed
@@ -128,7 +128,7 @@ def entry(spec, out: Path, previous: dict | None) -> dict | None:
 
 
 def measured_entry(spec, out: Path, ppath: Path, previous: dict | None) -> dict:
-    """The row of a profiled graph, as issue 3 wrote it."""
+    """The row of a profiled graph: its first fields, those of the hand-written graphs."""
     from gplace.profile import CostProfile
     prof = CostProfile.load(ppath)
     row = {"name": spec.name, "family": spec.family, "split": split_of(spec.family),

@@ -1,7 +1,7 @@
 """The corpus: every graph by name, its family, its builder and its profiling settings.
 
-``FULL`` are the hand-written graphs (issue 3), all profiled; ``GENERATED`` are the procedural
-families of ``datasets.families`` (issue 15), built from recipe and seed, profiled as a build
+``FULL`` are the hand-written graphs, all profiled; ``GENERATED`` are the procedural
+families of ``datasets.families``, built from recipe and seed, profiled as a build
 budget allows. Sizes of the hand-written graphs are chosen so that the whole corpus builds and profiles on a 2-core CPU in well under an
 hour: variants use 64-128 pixel images and small batches; Inception-V3 and ResNet-50 appear at
 batch 32 at full resolution as the classic benchmarks (HDP, Post, Placeto, GDP) did.

@@ -1,4 +1,4 @@
-"""Does pretraining pay? The generalization study of issue 12.
+"""Does pretraining pay? The generalization study of finetune/RESULTS.md.
 
     .venv/bin/python -m finetune.study --out finetune                     # test split
     .venv/bin/python -m finetune.study --split validation --out finetune

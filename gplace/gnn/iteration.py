@@ -222,12 +222,20 @@ def search_experts(cfg: PretrainConfig, k: int, rank: int, world: int, jobs: int
         for i in todo:
             report(*expert_of(cfg, i, k == 1))
     else:
-        # spawned, not forked: after a round's imitation this process holds the training
-        # pool (gigabytes), which forked workers would inherit and copy as they touch it
-        with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as ex:
+        with search_pool(jobs) as ex:
             for f in as_completed([ex.submit(expert_of, cfg, i, k == 1) for i in todo]):
                 report(*f.result())
     return sorted(rows)
+
+
+def search_pool(jobs: int) -> ProcessPoolExecutor:
+    """``jobs`` search processes, spawned, not forked: after a round's imitation this process
+    holds the training pool (gigabytes), which forked workers would inherit and copy as they
+    touch it. Each dies with this process: one killed by a signal that skips clean-up
+    (SIGTERM, SIGKILL) would otherwise leave its workers searching, then holding their memory."""
+    from gplace.real.procs import die_with_parent
+    return ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=die_with_parent, initargs=(os.getpid(),))
 
 
 _POOLS: dict = {}  # per process: listing the problems loads every graph once

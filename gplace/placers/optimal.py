@@ -362,7 +362,9 @@ def solve_isolated(problem: PlacementProblem, horizon_s: float, cfg: OptimalConf
     if "tensorflow" not in sys.modules:
         return solve_here(problem, horizon_s, cfg, hint, seed)
     import multiprocessing
-    with multiprocessing.get_context("spawn").Pool(1) as pool:
+    import os
+    from gplace.real.procs import die_with_parent
+    with multiprocessing.get_context("spawn").Pool(1, die_with_parent, (os.getpid(),)) as pool:
         return pool.apply(solve_here, (problem, horizon_s, cfg, hint, seed))
 
 

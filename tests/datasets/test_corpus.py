@@ -1,4 +1,4 @@
-"""The grown corpus (issue 15): its size and split in the manifest, held-out families, recipes,
+"""The corpus: its size and split in the manifest, held-out families, recipes,
 the committed graphs are the bytes the manifest names and rebuild to them from their recipe, and
 graphs import and validate (a sample by default, all with -m slow)."""
 

@@ -1,4 +1,4 @@
-"""The classic heuristics (issue 6) on graphs whose best placement is known by hand.
+"""The classic heuristics on graphs whose best placement is known by hand.
 
 Costs come from the default CostModel (roofline at efficiency 0.5, DESIGN.md "CostModel"): with
 peak 1e12 FLOP/s, 1e12 FLOPs take 2 s; memory bandwidth is 1e18 B/s and launch overhead 0, so

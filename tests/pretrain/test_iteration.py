@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -246,3 +247,35 @@ def test_a_run_from_init_hands_back_the_start_where_no_round_beats_it(tmp_path):
         assert ("No round validated better than the starting policy" in card) == handed_back
         assert card.startswith("# Policy card: the starting policy" if handed_back
                                else "# Policy card: round 1")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_search_processes_die_with_a_run_killed_without_clean_up(tmp_path):
+    """A run killed by SIGKILL (as by the OOM killer; SIGTERM skips clean-up too) leaves no
+    search process behind: without the pool's parent-death signal the worker would wait on its
+    task queue, holding its memory, for ever."""
+    script = tmp_path / "run.py"
+    script.write_text("import os, time\n"
+                      "from gplace.gnn.iteration import search_pool\n"
+                      "if __name__ == '__main__':\n"
+                      "    with search_pool(1) as ex:\n"
+                      "        print(ex.submit(os.getpid).result(), flush=True)\n"
+                      "        time.sleep(600)\n")
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    worker = int(run.stdout.readline())
+    assert running(worker)
+    run.kill()
+    run.wait()
+    deadline = time.monotonic() + 20
+    while running(worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(worker)
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's reaper may be slow in a container)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
