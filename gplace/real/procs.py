@@ -222,7 +222,9 @@ def _wait_ready(p: subprocess.Popen, task: int, deadline: float) -> None:
 # ---- the server child ------------------------------------------------------------------------
 def die_with_parent(parent: int) -> None:
     """Asks the kernel to SIGKILL this process when its parent dies (``PR_SET_PDEATHSIG``);
-    exits at once if ``parent`` (its pid) is already gone. Used by the servers and the runner."""
+    exits at once if ``parent`` (its pid) is already gone. Used by the servers, the runner, the
+    expert search processes and the CP-SAT solve's isolated process; the signal comes when the
+    *thread* that started the process ends, so start them from one that outlives them."""
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     except OSError:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -261,16 +263,27 @@ def test_search_processes_die_with_a_run_killed_without_clean_up(tmp_path):
                       "    with search_pool(1) as ex:\n"
                       "        print(ex.submit(os.getpid).result(), flush=True)\n"
                       "        time.sleep(600)\n")
-    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True,
                            env={**os.environ, "PYTHONPATH": str(ROOT)})
-    worker = int(run.stdout.readline())
-    assert running(worker)
-    run.kill()
-    run.wait()
-    deadline = time.monotonic() + 20
-    while running(worker) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not running(worker)
+    worker = 0
+    try:
+        ready, _, _ = select.select([run.stdout], [], [], 120)
+        line = run.stdout.readline() if ready else ""
+        assert line.strip().isdigit(), f"the run did not start its pool: {run.poll()=} {line!r}"
+        worker = int(line)
+        assert running(worker)
+        run.kill()
+        run.wait()
+        deadline = time.monotonic() + 20
+        while running(worker) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not running(worker)
+    finally:
+        run.kill()
+        run.communicate()
+        if worker and running(worker):
+            os.kill(worker, signal.SIGKILL)
 
 
 def running(pid: int) -> bool:
