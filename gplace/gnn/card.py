@@ -49,9 +49,10 @@ def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
     from gplace.gnn.pretrain import ProblemPool
     train = len(ProblemPool(cfg, "train", search=False))
     val = len(ProblemPool(cfg, "validation", search=False))
-    which = (f"round {best.round}" if best.round else f"the starting policy {cfg.init_from}, "
-             "which no round beat,")
-    lines = [f"# Policy card: {which} of `gplace pretrain --corpus {cfg.corpus}`", "",
+    which = (f"round {best.round}'s policy (in bold below)" if best.round
+             else f"the starting policy {cfg.init_from}, which no round beat")
+    lines = [f"# Policy card: `gplace pretrain --corpus {cfg.corpus}`", "",
+             f"Written: {which}.", "",
              "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "
              "training problem from the round's starting policy, imitates the best expert of "
              f"each, and validates the {VALIDATED[cfg.validate]} of every validation "

@@ -54,6 +54,7 @@ loses at most q per task on the longest chain (reported as ``rounding_slack_s``)
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, replace
 from typing import NamedTuple
@@ -362,7 +363,6 @@ def solve_isolated(problem: PlacementProblem, horizon_s: float, cfg: OptimalConf
     if "tensorflow" not in sys.modules:
         return solve_here(problem, horizon_s, cfg, hint, seed)
     import multiprocessing
-    import os
     from gplace.real.procs import die_with_parent
     with multiprocessing.get_context("spawn").Pool(1, die_with_parent, (os.getpid(),)) as pool:
         return pool.apply(solve_here, (problem, horizon_s, cfg, hint, seed))

@@ -247,8 +247,9 @@ def test_a_run_from_init_hands_back_the_start_where_no_round_beats_it(tmp_path):
         card = (tmp_path / "b.md").read_text()
         assert same == handed_back
         assert ("No round validated better than the starting policy" in card) == handed_back
-        assert card.startswith("# Policy card: the starting policy" if handed_back
-                               else "# Policy card: round 1")
+        assert card.startswith("# Policy card: `gplace pretrain --corpus")
+        assert ("Written: the starting policy" if handed_back
+                else "Written: round 1's policy") in card
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
