@@ -49,7 +49,7 @@ def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
     from gplace.gnn.pretrain import ProblemPool
     train = len(ProblemPool(cfg, "train", search=False))
     val = len(ProblemPool(cfg, "validation", search=False))
-    which = (f"round {best.round}'s policy (in bold below)" if best.round
+    which = ("the policy of the row in bold below, the best on validation" if best.round
              else f"the starting policy {cfg.init_from}, which no round beat")
     lines = [f"# Policy card: `gplace pretrain --corpus {cfg.corpus}`", "",
              f"Written: {which}.", "",

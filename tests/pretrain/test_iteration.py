@@ -249,7 +249,7 @@ def test_a_run_from_init_hands_back_the_start_where_no_round_beats_it(tmp_path):
         assert ("No round validated better than the starting policy" in card) == handed_back
         assert card.startswith("# Policy card: `gplace pretrain --corpus")
         assert ("Written: the starting policy" if handed_back
-                else "Written: round 1's policy") in card
+                else "Written: the policy of the row in bold below") in card
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
