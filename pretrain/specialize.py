@@ -210,8 +210,8 @@ def write_page(records: list[dict], commit: str) -> None:
                    "on the 12 problems of the folder's graphs, which has no validation split), "
                    f"the shipped policy at {r0['start_val']:.4f}, so the command handed the "
                    "shipped policy back unchanged: the specialized columns below are the "
-                   "shipped ones by construction. Gentler imitation (learning rates down to 1e-5, both "
-                   "orders, no DAgger) and experts of 1,200 samples validated worse too "
+                   "shipped ones by construction. Gentler imitation (learning rates down to "
+                   "1e-5, both orders, no DAgger) and experts of 1,200 samples validated worse too "
                    "(finetune/HISTORY.md, \"specializing the shipped policy with other imitation "
                    "settings\"). ")
     else:

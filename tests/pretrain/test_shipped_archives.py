@@ -1,5 +1,5 @@
 """The experts archives the repository ships: every entry is an expert of a graph of its own
-corpus, with one device index per colocation group, so that a fresh clone's restore
+corpus, a non-empty row of device indices, so that a fresh clone's restore
 (gplace.gnn.experts.restore_archive) fills the cache of that corpus and nothing else."""
 
 from pathlib import Path
