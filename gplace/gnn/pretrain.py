@@ -26,6 +26,7 @@ import logging
 import sys
 import time
 import warnings
+import weakref
 from dataclasses import asdict
 from datetime import timedelta
 from pathlib import Path
@@ -48,6 +49,8 @@ from gplace.gnn.learn import ProblemState, greedy, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
 from gplace.gnn.schedule import build_sched
+from gplace.gnn.shared_arrays import ArrayPool
+from gplace.graph import OpGraph
 from gplace.io import read_checkpoint
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
@@ -75,15 +78,16 @@ def cluster_of(spec: str | int) -> Cluster:
 
 def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_budget: int = 0,
                 expert_seed: int = 0, expert_from: str | None = None,
-                search: bool = True, order: str = "rank") -> ProblemState:
+                search: bool = True, order: str = "rank",
+                graph: OpGraph | None = None) -> ProblemState:
     """A full-granularity problem whose elite set starts with the heuristics' placements
     (cached beside the corpus: they are deterministic, and m-ETF takes seconds on big graphs)
     and, with ``expert_budget``, the problem's experts (gplace.gnn.experts, cached too): the
     one of this budget, seed and starting network, searched here if ``search`` and not cached
     yet, and every other cached expert of the problem. The reference time (rewards,
     validation) stays the best heuristic's. ``order``: the policy's (GNNPolicy), which the
-    problem's list scheduler follows."""
-    graph = load_corpus_graph(entry)
+    problem's list scheduler follows. ``graph``: ``entry`` already imported."""
+    graph = graph if graph is not None else load_corpus_graph(entry)
     model = CostModel()
     if entry.profile is not None:
         model.add_profile(CostProfile.load(entry.profile))
@@ -112,7 +116,9 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
 
 
 class ProblemPool:
-    """The problems of one split, built on first use (building runs every heuristic)."""
+    """The problems of one split, built on first use (building runs every heuristic). The
+    problems of one graph share its import and every array that does not depend on the
+    cluster (gplace.gnn.shared_arrays): a third of the memory of the default five per graph."""
 
     def __init__(self, cfg: PretrainConfig, split: str, search: bool = True):
         self.cfg, self.search = cfg, search  # search: a missing expert is searched on first use
@@ -124,6 +130,9 @@ class ProblemPool:
         self.states: dict[int, ProblemState] = {}
         self.others: dict[int, ProblemState] = {}  # other_order's
         self.saved_elites: dict[str, list] = {}
+        self.graphs: weakref.WeakValueDictionary[CorpusGraph, OpGraph] = \
+            weakref.WeakValueDictionary()  # a graph no problem holds any more is freed
+        self.arrays = ArrayPool()
 
     def __len__(self) -> int:
         return len(self.specs)
@@ -131,9 +140,13 @@ class ProblemPool:
     def state(self, i: int) -> ProblemState:
         if i not in self.states:
             entry, c = self.specs[i]
+            graph = self.graphs.get(entry)
+            if graph is None:
+                graph = self.graphs[entry] = load_corpus_graph(entry)
             st = build_state(entry, cluster_of(c), self.cfg.learn.elite_size,
                              self.expert_budget, self.cfg.seed, self.cfg.expert_from,
-                             search=self.search, order=self.cfg.order)
+                             search=self.search, order=self.cfg.order, graph=graph)
+            self.arrays.share(st)
             for t, p in self.saved_elites.pop(self.names[i], []):
                 st.offer(np.asarray(p, np.int64)[None], np.array([t]), np.array([True]))
             self.states[i] = st
@@ -148,7 +161,8 @@ class ProblemPool:
         if i not in self.others:
             st = self.state(i)
             self.others[i] = copy.copy(st)
-            self.others[i].sched = build_sched(st.problem, not st.sched.dispatch)
+            self.others[i].sched = self.arrays.fields(build_sched(st.problem,
+                                                                  not st.sched.dispatch))
         return self.others[i]
 
     def elites(self) -> dict[str, list]:
