@@ -113,13 +113,16 @@ def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     return load_graph(entry.path, name=entry.name)
 
 
-def importable(entries: list[CorpusGraph]) -> tuple[list[CorpusGraph],
-                                                    list[tuple[CorpusGraph, str]]]:
-    """(the graphs that import, (graph, why not) for the others)."""
+def importable(entries: list[CorpusGraph], progress=None) -> tuple[
+        list[CorpusGraph], list[tuple[CorpusGraph, str]]]:
+    """(the graphs that import, (graph, why not) for the others). ``progress(done, total)``,
+    if given, is called after each graph."""
     good, bad = [], []
-    for e in entries:
+    for k, e in enumerate(entries, 1):
         why = import_error(e)
         (good.append(e) if why is None else bad.append((e, why)))
+        if progress is not None:
+            progress(k, len(entries))
     return good, bad
 
 

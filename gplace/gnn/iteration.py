@@ -80,6 +80,24 @@ class RoundResult(NamedTuple):
         return f"experts {self.experts_vs_heuristic:.4f}x the best heuristic"
 
 
+IMPORT_REPORT_S = 15.0  # a line on the corpus' import at most this often (none if it is cached)
+
+
+class Every:
+    """Calls ``report(*args)`` when at least ``seconds`` passed since it was made or last
+    reported, and at the last call (``args[0] == args[1]``) if it reported before."""
+
+    def __init__(self, seconds: float, report, clock=time.monotonic):
+        self.seconds, self.report, self.clock = seconds, report, clock
+        self.last, self.reported = clock(), False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = self.clock()
+        if now - self.last >= self.seconds or (self.reported and done == total):
+            self.report(done, total)
+            self.last, self.reported = now, True
+
+
 def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
                    log=sys.stderr) -> None:
     """Lists the corpus (ConfigError: unreadable manifest, no graph that imports), says which
@@ -88,7 +106,10 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     from gplace.gnn.corpus import describe, importable, list_corpus
     from gplace.gnn.experts import corpus_archive, restore_archive
     entries = list_corpus(cfg.corpus)
-    good, bad = importable([e for e in entries if e.split in ("train", "validation")])
+    good, bad = importable([e for e in entries if e.split in ("train", "validation")],
+                           Every(IMPORT_REPORT_S, lambda k, n: print(
+                               f"pretrain: importing the corpus' graphs: {k} of {n} (each is "
+                               f"cached for the next run)", file=log, flush=True)))
     for e, why in bad:
         print(f"pretrain: skipped {e.path.name}: {why}", file=log, flush=True)
     if not any(e.split == "train" for e in good):

@@ -293,3 +293,19 @@ def running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def test_a_slow_corpus_import_reports_its_progress_and_a_cached_one_is_silent():
+    from gplace.gnn.iteration import Every
+    now, lines = [0.0], []
+    every = Every(15.0, lambda k, n: lines.append((k, n)), clock=lambda: now[0])
+    for k, dt in enumerate([1.0, 1.0, 14.0, 2.0, 20.0, 1.0], 1):
+        now[0] += dt
+        every(k, 6)
+    assert lines == [(3, 6), (5, 6), (6, 6)]
+    now, lines = [0.0], []
+    quick = Every(15.0, lambda k, n: lines.append((k, n)), clock=lambda: now[0])
+    for k in range(1, 7):
+        now[0] += 0.01
+        quick(k, 6)
+    assert lines == []
