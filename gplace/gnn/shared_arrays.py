@@ -38,12 +38,13 @@ class ArrayPool:
             return a
         self.offered_bytes += a.nbytes
         layout = (a.flags.c_contiguous, a.flags.f_contiguous, a.flags.writeable)
-        digest = hashlib.blake2b(np.ascontiguousarray(a).view(np.uint8), digest_size=16)
-        bucket = self._arrays.setdefault((a.dtype.str, a.shape, layout, digest.digest()), [])
+        raw = _raw(a)
+        digest = hashlib.blake2b(raw, digest_size=16).digest()
+        bucket = self._arrays.setdefault((a.dtype.str, a.shape, layout, digest), [])
         bucket[:] = [ref for ref in bucket if ref() is not None]
         for ref in bucket:
             kept = ref()
-            if kept is not None and np.array_equal(kept, a):
+            if kept is not None and np.array_equal(_raw(kept), raw):  # bit for bit: -0.0, NaN
                 return kept
         bucket.append(weakref.ref(a))
         self.kept_bytes += a.nbytes
@@ -64,3 +65,8 @@ class ArrayPool:
         if sim is not None and hasattr(sim, "arrays"):
             sim.arrays = self.fields(sim.arrays)
         return state
+
+
+def _raw(a: np.ndarray) -> np.ndarray:
+    """The bytes of ``a`` in C order, as a flat uint8 array."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8)

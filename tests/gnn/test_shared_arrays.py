@@ -24,6 +24,8 @@ def test_equal_arrays_come_back_as_one_copy():
     b[-1] += 1
     assert pool.get(b) is b                                       # other contents
     assert pool.get(a.astype(np.float64)) is not a                # other dtype
+    zeros = np.zeros(200)
+    assert pool.get(zeros) is zeros and pool.get(-zeros) is not zeros  # equal, other bits
     f = np.asfortranarray(a.reshape(10, 100).astype(np.float64))
     c = np.ascontiguousarray(f)
     assert pool.get(f) is f and pool.get(c) is c                  # other layout
