@@ -118,7 +118,7 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
 class ProblemPool:
     """The problems of one split, built on first use (building runs every heuristic). The
     problems of one graph share its import and every array that does not depend on the
-    cluster (gplace.gnn.shared_arrays): a third of the memory of the default five per graph."""
+    cluster (gplace.gnn.shared_arrays)."""
 
     def __init__(self, cfg: PretrainConfig, split: str, search: bool = True):
         self.cfg, self.search = cfg, search  # search: a missing expert is searched on first use
