@@ -84,8 +84,8 @@ IMPORT_REPORT_S = 15.0  # a line on the corpus' import at most this often (none 
 
 
 class Every:
-    """Calls ``report(*args)`` when at least ``seconds`` passed since it was made or last
-    reported, and at the last call (``args[0] == args[1]``) if it reported before."""
+    """Calls ``report(done, total)`` when at least ``seconds`` passed since it was made or
+    last reported, and at the last call (``done == total``) if it reported before."""
 
     def __init__(self, seconds: float, report, clock=time.monotonic):
         self.seconds, self.report, self.clock = seconds, report, clock
