@@ -121,8 +121,11 @@ class PretrainConfig:
     ema_decay: float = 0.98        # > 0: validate and ship an exponential moving average of
                                    # the weights (per step); the validated placement swings
                                    # with every step's weights, their average less
-    rounds: int = 0                # rounds of expert iteration; 0: until validation stops
-                                   # improving
+    rounds: int = 0                # rounds of expert iteration; 0: until a round improves
+                                   # validation by less than min_gain
+    min_gain: float = 0.01         # with rounds 0, the least relative improvement of the
+                                   # best validation figure that earns another round (a round
+                                   # of the whole corpus costs about an hour on 2 cores)
     learn: LearnConfig = field(default_factory=lambda: LearnConfig(**IMITATION))
 
     def __post_init__(self):
@@ -143,6 +146,7 @@ class PretrainConfig:
                  f"--validate must be {' or '.join(VALIDATIONS)}"),
                 (self.threads < 1, "--threads must be >= 1"),
                 (self.rounds < 0, "--rounds must be >= 0"),
+                (not 0 <= self.min_gain < 1, "--min-gain must be in [0, 1)"),
                 (not 0 <= self.seed < 2**32, "--seed must be in [0, 2**32)"),
                 (not 0 <= self.ema_decay < 1, "--ema-decay must be in [0, 1)"),
                 (self.expert_from is not None and self.expert_budget == 0,

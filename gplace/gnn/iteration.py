@@ -4,8 +4,8 @@ Anthony, Tian and Barber 2017, "Thinking Fast and Slow with Deep Learning and Tr
 Each round searches an expert for every training problem (gplace.gnn.experts: the fine-tuning
 pipeline from the round's starting policy, seeded with the heuristics and every earlier expert
 of the problem), imitates the best expert of each problem (gplace.gnn.pretrain) and validates;
-the next round searches from the new policy, until validation stops improving or ``rounds``
-are done. The first round searches only the problems that have no expert cached yet, so a
+the next round searches from the new policy, until a round improves the best validation
+figure by less than ``min_gain`` (relative) or ``rounds`` are done. The first round searches only the problems that have no expert cached yet, so a
 corpus whose experts were restored from an archive starts with the imitation. A run from
 ``init_from`` (``gplace pretrain --init``) validates that policy first: when no round beats it
 on validation, the command writes it back unchanged, so specializing never hands back a policy
@@ -183,7 +183,8 @@ def _done(cfg: PretrainConfig, results: list[RoundResult]) -> bool:
         return True  # no experts to iterate on: one pretraining run
     if cfg.rounds:
         return len(results) >= cfg.rounds
-    return len(results) >= 2 and results[-1].val >= min(r.val for r in results[:-1])
+    return len(results) >= 2 and (results[-1].val
+                                  >= min(r.val for r in results[:-1]) * (1 - cfg.min_gain))
 
 
 def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> None:
@@ -313,7 +314,10 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
     """A run folder holds one run: the first call writes its config, a later one must match
     (resuming another config's rounds would mix two runs)."""
     path = run_dir / "config.json"
-    mine = json.dumps(_jsonable(asdict(replace(cfg, rounds=0))), indent=1, sort_keys=True)
+    # how many rounds to run is not part of a run: a run continues with more or fewer
+    mine = asdict(replace(cfg, rounds=0))
+    mine.pop("min_gain")
+    mine = json.dumps(_jsonable(mine), indent=1, sort_keys=True)
     if path.exists():
         theirs = json.loads(path.read_text())
         # a run written before --validate existed validated the greedy rollout

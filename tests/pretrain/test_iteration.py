@@ -309,3 +309,19 @@ def test_a_slow_corpus_import_reports_its_progress_and_a_cached_one_is_silent():
         now[0] += 0.01
         quick(k, 6)
     assert lines == []
+
+
+def test_rounds_go_on_while_validation_gains_at_least_min_gain():
+    from gplace.gnn.iteration import RoundResult, _done
+
+    def done(*vals, **kw):
+        cfg = PretrainConfig(**kw)
+        return _done(cfg, [RoundResult(k, None, 1, 0.8, v, "s", 1.0, "p")
+                           for k, v in enumerate(vals, 1)])
+
+    assert not done(0.60)                            # one round: nothing to compare with
+    assert not done(0.60, 0.58)                      # 3.3% better: another round
+    assert done(0.60, 0.597)                         # 0.5% better: not worth a round
+    assert not done(0.60, 0.597, min_gain=0.0)       # any gain goes on without a threshold
+    assert done(0.60, 0.60, min_gain=0.0) and done(0.58, 0.60)
+    assert done(0.60, 0.50, rounds=2) and not done(0.60, 0.61, rounds=3)
