@@ -3,6 +3,7 @@ seen, against the same network untrained and against local search.
 
     nice .venv/bin/python -m finetune.outside              # runs what is missing, then the page
     .venv/bin/python -m finetune.outside --page-only       # the page from the records alone
+    nice .venv/bin/python -m finetune.outside --policy P   # another policy's columns, printed
 
 Every graph of datasets.outside.OUTSIDE (families that neither the corpus nor any generated
 family has) is built once into runs/outside/<name>.pb and placed on CLUSTERS as `gplace place`
@@ -23,6 +24,11 @@ The definitions are finetune.study's (without_heuristics, with_heuristics, basel
 figures read as on finetune/RESULTS.md and pretrain/DOMAINS.md. Records go to
 finetune/outside.jsonl (one per case and seed; delete a line to rerun it), the page to
 finetune/OUTSIDE.md. Every step time is simulated.
+
+``--policy P`` places the cases of the records with the policy file P instead of the shipped
+one (the shipped policy's columns alone, records in runs/outside/policy-<digest>.jsonl) and
+prints the summary table with P's columns beside the records' ablation and searches: how
+another pretraining would read on this page, without touching it.
 """
 
 from __future__ import annotations
@@ -74,16 +80,18 @@ def build_case(name: str, cluster: str):
     return problem_of(graph_file(spec, sys.stderr), cluster)
 
 
-def evaluate(spec, path: Path, cluster: str, seed: int, shipped_only: bool = False) -> dict:
+def evaluate(spec, path: Path, cluster: str, seed: int, shipped_only: bool = False,
+             policy: Path | None = None) -> dict:
     """Every figure of the module docstring for one case and seed; ``shipped_only``: the
-    shipped policy's columns (:data:`SHIPPED_COLUMNS`) alone."""
+    shipped policy's columns (:data:`SHIPPED_COLUMNS`) alone, of ``policy`` if given."""
     from finetune.study import baselines, fresh_network, with_heuristics, without_heuristics
     from gplace.gnn.placer import SHIPPED, load_policy
     from pretrain.domains import policy_digest
     problem, m, heur, bound = problem_of(path, cluster)
-    shipped = load_policy()[0]
+    shipped = load_policy(policy)[0]
     rec = {**without_heuristics(problem, m, shipped, seed),
-           **with_heuristics(problem, m, heur, shipped, seed), "policy": policy_digest(SHIPPED)}
+           **with_heuristics(problem, m, heur, shipped, seed),
+           "policy": policy_digest(policy or SHIPPED)}
     if shipped_only:
         return rec
     feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
@@ -239,12 +247,55 @@ delete a line to rerun its case), code at commit {commits}.
     atomic_write_text(PAGE, text)
 
 
+def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
+    """The records of ``seeds`` with the shipped policy's columns placed by ``policy`` instead
+    (each case once, kept in runs/outside/policy-<digest>.jsonl to resume)."""
+    import torch
+    from datasets.outside import OUTSIDE
+    from gplace.io import atomic_write_text
+    from pretrain.domains import policy_digest
+    torch.set_num_threads(1)
+    mine = RUNS / f"policy-{policy_digest(policy)}.jsonl"
+    done = ([json.loads(line) for line in mine.read_text().splitlines() if line.strip()]
+            if mine.exists() else [])
+    key = lambda r: (r["graph"], r["cluster"], r["seed"])  # noqa: E731
+    have = {key(r) for r in done}
+    specs = {s.name: s for s in OUTSIDE}
+    for old in load_records():
+        if key(old) in have or old["graph"] not in specs or old["seed"] not in seeds:
+            continue
+        t0 = time.perf_counter()
+        path = graph_file(specs[old["graph"]], log)
+        done.append({**old, **evaluate(specs[old["graph"]], path, old["cluster"], old["seed"],
+                                       shipped_only=True, policy=policy)})
+        atomic_write_text(mine, "".join(json.dumps(r) + "\n" for r in done))
+        r = done[-1]
+        print(f"outside: {policy}: {key(r)}: zero-shot / best heuristic "
+              f"{r['zero-shot'] / r['best heuristic']:.3f}, pretrained / untrained ft 100 "
+              f"{r['ft 100'] / r['untrained ft 100']:.3f} ({time.perf_counter() - t0:.0f} s)",
+              file=log, flush=True)
+    return done
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, nargs="+", default=[0],
                     help="fine-tuning seeds (and the untrained network's), each a case")
     ap.add_argument("--page-only", action="store_true", help="write the page from the records")
+    ap.add_argument("--policy", type=Path, default=None,
+                    help="place the recorded cases of --seeds with this policy file instead "
+                         "of the shipped one and print the summary beside the shipped "
+                         "policy's (the page is left as it is)")
     args = ap.parse_args(argv)
+    if args.policy is not None:
+        other = run_other(args.policy, args.seeds, sys.stderr)
+        cases = {(r["graph"], r["cluster"], r["seed"]) for r in other}
+        print(f"The shipped policy, seeds {args.seeds}:\n")
+        print(summary_table([r for r in load_records()
+                             if (r["graph"], r["cluster"], r["seed"]) in cases]))
+        print(f"\n{args.policy}, the same cases:\n")
+        print(summary_table(other))
+        return 0
     if not args.page_only:
         run(args.seeds, sys.stderr)
     write_page(load_records())
