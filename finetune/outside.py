@@ -274,7 +274,7 @@ def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
               f"{r['zero-shot'] / r['best heuristic']:.3f}, pretrained / untrained ft 100 "
               f"{r['ft 100'] / r['untrained ft 100']:.3f} ({time.perf_counter() - t0:.0f} s)",
               file=log, flush=True)
-    return done
+    return [r for r in done if r["seed"] in seeds]
 
 
 def main(argv=None) -> int:
