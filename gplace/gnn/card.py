@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import os
 from dataclasses import asdict
 from pathlib import Path
 
@@ -69,6 +70,7 @@ def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
         lines.append(f"| {mark}{r.round}{mark} | {_experts_from(r)} | "
                      f"{r.searched} | {_experts_figure(r)} | {mark}{r.val:.4f}{mark} | "
                      f"{r.selected} | {r.seconds:.0f} |")
+    lines += ["", time_line([r.seconds for r in results])]
     if best.round:
         lines += ["", f"Round {best.round}'s validations:", "",
                   "| step | zero-shot / best heuristic | greedy / best heuristic | at or below 1 "
@@ -82,6 +84,21 @@ def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
     lines += [f"{k}: {v}" for k, v in asdict(cfg).items() if k != "learn"]
     lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()] + ["```", ""]
     return "\n".join(lines)
+
+
+def time_line(seconds: list[float]) -> str:
+    """The rounds' wall time and the machine that wrote the card (a resumed run's rounds may
+    have run on another)."""
+    total = sum(seconds)
+    hours, minutes = divmod(round(total / 60), 60)
+    try:
+        memory = (f" and {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} "
+                  f"GiB of memory")
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
+        memory = ""
+    return (f"Time: the rounds took {total:,.0f} s ({hours} h {minutes} min) of wall time, "
+            f"reading the corpus before them not counted; this card was written on a machine "
+            f"with {os.cpu_count()} CPU cores{memory}.")
 
 
 def _experts_figure(r) -> str:

@@ -5,8 +5,9 @@ Each round searches an expert for every training problem (gplace.gnn.experts: th
 pipeline from the round's starting policy, seeded with the heuristics and every earlier expert
 of the problem), imitates the best expert of each problem (gplace.gnn.pretrain) and validates;
 the next round searches from the new policy, until a round improves the best validation
-figure by less than ``min_gain`` (relative) or ``rounds`` are done. The first round searches only the problems that have no expert cached yet, so a
-corpus whose experts were restored from an archive starts with the imitation. A run from
+figure by less than ``min_gain`` (relative) or ``rounds`` are done. The first round searches
+only the problems that have no expert cached yet, so a corpus whose experts were restored from
+an archive starts with the imitation. A run from
 ``init_from`` (``gplace pretrain --init``) validates that policy first: when no round beats it
 on validation, the command writes it back unchanged, so specializing never hands back a policy
 that validates worse than the one it started from.

@@ -54,6 +54,7 @@ def test_the_command_runs_a_round_and_skips_a_junk_graph(tmp_path):
     assert "round 1 step 2/2: validation" in err and "round 1 done: validation" in err
     card = (tmp_path / "out" / "p.md").read_text()
     assert "| **1** |" in card and "| 2 |" in card  # the round row, the step-2 validation row
+    assert f"written on a machine with {os.cpu_count()} CPU cores" in card
     import gplace as gp
     assert gp.load(tmp_path / "out" / "p.pt").meta["round"] == 1
 
