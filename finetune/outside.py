@@ -124,15 +124,14 @@ def run(seeds: list[int], log) -> None:
     torch.set_num_threads(1)
     check_outside()
     digest = policy_digest(SHIPPED)
-    recorded = {(r["graph"], r["cluster"], r["seed"]) for r in load_records()}
+    recorded = {case_of(r) for r in load_records()}
     for spec in OUTSIDE:
         path = None
         for cluster in CLUSTERS:
             for seed in sorted(set(seeds) | {s for g, c, s in recorded
                                              if (g, c) == (spec.name, cluster)}):
                 key = (spec.name, cluster, seed)
-                old = next((r for r in load_records()
-                            if (r["graph"], r["cluster"], r["seed"]) == key), None)
+                old = next((r for r in load_records() if case_of(r) == key), None)
                 if old is not None and old.get("policy") == digest:
                     continue
                 path = path or graph_file(spec, log)
@@ -143,8 +142,7 @@ def run(seeds: list[int], log) -> None:
                 if old is not None:  # the case's first run keeps its commit and time
                     rec.update(commit=old["commit"], wall_s=old["wall_s"],
                                policy_commit=_commit(), policy_wall_s=rec["wall_s"])
-                records = [rec if (r["graph"], r["cluster"], r["seed"]) == key else r
-                           for r in load_records()]
+                records = [rec if case_of(r) == key else r for r in load_records()]
                 if old is None:
                     records.append(rec)
                 atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
@@ -247,6 +245,11 @@ delete a line to rerun its case), code at commit {commits}.
     atomic_write_text(PAGE, text)
 
 
+def case_of(record: dict) -> tuple[str, str, int]:
+    """A record's case: (graph, cluster, seed)."""
+    return record["graph"], record["cluster"], record["seed"]
+
+
 def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
     """The records of ``seeds`` with the shipped policy's columns placed by ``policy`` instead
     (each case once, kept in runs/outside/policy-<digest>.jsonl to resume)."""
@@ -258,11 +261,10 @@ def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
     mine = RUNS / f"policy-{policy_digest(policy)}.jsonl"
     done = ([json.loads(line) for line in mine.read_text().splitlines() if line.strip()]
             if mine.exists() else [])
-    key = lambda r: (r["graph"], r["cluster"], r["seed"])  # noqa: E731
-    have = {key(r) for r in done}
+    have = {case_of(r) for r in done}
     specs = {s.name: s for s in OUTSIDE}
     for old in load_records():
-        if key(old) in have or old["graph"] not in specs or old["seed"] not in seeds:
+        if case_of(old) in have or old["graph"] not in specs or old["seed"] not in seeds:
             continue
         t0 = time.perf_counter()
         path = graph_file(specs[old["graph"]], log)
@@ -270,7 +272,7 @@ def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
                                        shipped_only=True, policy=policy)})
         atomic_write_text(mine, "".join(json.dumps(r) + "\n" for r in done))
         r = done[-1]
-        print(f"outside: {policy}: {key(r)}: zero-shot / best heuristic "
+        print(f"outside: {policy}: {case_of(r)}: zero-shot / best heuristic "
               f"{r['zero-shot'] / r['best heuristic']:.3f}, pretrained / untrained ft 100 "
               f"{r['ft 100'] / r['untrained ft 100']:.3f} ({time.perf_counter() - t0:.0f} s)",
               file=log, flush=True)
@@ -289,10 +291,9 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.policy is not None:
         other = run_other(args.policy, args.seeds, sys.stderr)
-        cases = {(r["graph"], r["cluster"], r["seed"]) for r in other}
+        cases = {case_of(r) for r in other}
         print(f"The shipped policy, seeds {args.seeds}:\n")
-        print(summary_table([r for r in load_records()
-                             if (r["graph"], r["cluster"], r["seed"]) in cases]))
+        print(summary_table([r for r in load_records() if case_of(r) in cases]))
         print(f"\n{args.policy}, the same cases:\n")
         print(summary_table(other))
         return 0

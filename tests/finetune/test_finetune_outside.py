@@ -1,5 +1,6 @@
 """finetune.outside --policy: another policy's columns on the recorded cases."""
 
+import io
 import json
 
 import pytest
@@ -22,10 +23,10 @@ def test_another_policy_file_replays_the_recorded_cases(tmp_path, monkeypatch):
     # the shipped policy under another name places the case as the record says
     copy = tmp_path / "same.pt"
     copy.write_bytes(SHIPPED.read_bytes())
-    (again,) = outside.run_other(copy, [0], open("/dev/null", "w"))
+    (again,) = outside.run_other(copy, [0], io.StringIO())
     for column in outside.SHIPPED_COLUMNS:
         assert again[column] == pytest.approx(record[column], rel=1e-9), column
     assert again["untrained ft 100"] == record["untrained ft 100"]  # kept, not rerun
     # resumed from its records file, and cases of other seeds are left out
-    assert outside.run_other(copy, [0], open("/dev/null", "w")) == [again]
-    assert outside.run_other(copy, [1], open("/dev/null", "w")) == []
+    assert outside.run_other(copy, [0], io.StringIO()) == [again]
+    assert outside.run_other(copy, [1], io.StringIO()) == []
