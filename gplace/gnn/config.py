@@ -177,6 +177,10 @@ class FinetuneConfig:
                                  # finishes first) in the order the policy was not trained in
                                  # (pretrain/DOMAINS.md: less negative transfer on domains
                                  # the corpus lacks)
+    zero_shot_polish: int = 1600  # zero-shot then hill-climbs on the dispatch-order
+                                 # schedule's estimate, this many replays (moves of one unit or
+                                 # a chain; nothing measured; 0: none). 1,600 chosen on the
+                                 # validation split (finetune/HISTORY.md)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
 

@@ -26,7 +26,8 @@ import numpy as np
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
-from gplace.gnn.schedule import FORCED, GREEDY, SAMPLE, build_sched, rollout
+from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, SAMPLE, build_sched,
+                                  heaviest_neighbour, rollout)
 from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
 from gplace.problem import PlacementProblem
@@ -244,13 +245,58 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
 def zero_shot(weights: PolicyWeights, features, sched, seed: int,
               config: FinetuneConfig) -> np.ndarray:
     """The zero-shot placement of a problem (its ``features`` and scheduler arrays ``sched``):
-    :func:`best_rollout` under the numpy scores at the fine-tuning temperature."""
+    :func:`best_rollout` under the numpy scores at the fine-tuning temperature, then
+    :func:`polish`-ed (``config.zero_shot_polish`` estimates); nothing is measured."""
     sc = as_float64(tempered(scores(weights, features), config.learn.temperature))
     prior = None
     if config.zero_shot_prior:
         prior = as_float64(tempered(prior_scores(weights, *sc.s.shape), config.learn.temperature))
-    return best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders,
+    best = best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders,
                         prior)
+    return polish(sched, best, config.zero_shot_polish, seed, config.chain_moves)
+
+
+POLISH_BATCH = 16  # moves estimated together (in parallel over numba's threads)
+
+
+def polish(sched, placement: np.ndarray, estimates: int, seed: int,
+           chain: float = 0.5) -> np.ndarray:
+    """Hill climbing on the dispatch-order list schedule's makespan estimate, from
+    ``placement``, ``estimates`` replays in all (nothing is measured). Each round estimates
+    POLISH_BATCH moves of the current placement, the moves of fine-tuning's local search
+    without the policy: one unit, or with probability ``chain`` a chain of it and its
+    heaviest-traffic neighbours (a geometric number of steps), to another device drawn
+    uniformly, where the unit memory estimate (``sched.need``) still fits; the best move is
+    kept if it lowers the estimate. Seeded by ``[seed, 29]``."""
+    nu, nd = sched.num_units, sched.num_devices
+    if estimates <= 0 or nd < 2 or nu == 0:
+        return placement
+    judge = sched._replace(dispatch=True)
+    zeros_s, zeros_w = np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES))
+    best = np.asarray(placement, np.int64).copy()
+    best_est = rollout(judge, zeros_s, zeros_w, FORCED, forced=best).estimate_s[0]
+    used = np.bincount(best, weights=sched.need, minlength=nd)
+    heaviest = heaviest_neighbour(sched)
+    rng = np.random.default_rng([seed, 29])
+    for _ in range(-(-estimates // POLISH_BATCH)):
+        cands = np.repeat(best[None], POLISH_BATCH, axis=0)
+        for row in range(POLISH_BATCH):
+            moved = [int(rng.integers(nu))]
+            d = int(rng.integers(nd - 1))
+            d += d >= best[moved[0]]
+            if rng.random() < chain:
+                for _ in range(rng.geometric(0.5) - 1):
+                    moved.append(int(heaviest[moved[-1]]))
+            moved = np.unique(moved)
+            moved = moved[best[moved] != d]
+            if used[d] + sched.need[moved].sum() <= sched.capacity[d]:
+                cands[row, moved] = d
+        est = rollout(judge, zeros_s, zeros_w, FORCED, forced=cands).estimate_s
+        k = int(np.argmin(est))
+        if est[k] < best_est:
+            best, best_est = cands[k].copy(), est[k]
+            used = np.bincount(best, weights=sched.need, minlength=nd)
+    return best
 
 
 def prior_scores(weights: PolicyWeights, units: int, devices: int) -> ScoresNp:

@@ -33,6 +33,7 @@ from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.infer import NO_SHIPPED, SHIPPED, policy_weights, zero_shot
 from gplace.gnn.learn import ProblemState, decision_logp, loss_and_logp, sample, tempered
 from gplace.gnn.policy import GNNPolicy
+from gplace.gnn.schedule import heaviest_neighbour
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
@@ -147,19 +148,11 @@ class GNNPlacer:
 
 
 def _heaviest_neighbour(state: ProblemState) -> np.ndarray:
-    """(units,) the unit each unit exchanges the most bytes with (itself if none); computed
-    once per problem state."""
+    """gplace.gnn.schedule.heaviest_neighbour of the state's problem, computed once."""
     cached = getattr(state, "_heaviest", None)
-    if cached is not None:
-        return cached
-    a = state.sched
-    heaviest = np.arange(a.num_units)
-    for u in range(a.num_units):
-        lo, hi = a.adj_ptr[u], a.adj_ptr[u + 1]
-        if hi > lo:
-            heaviest[u] = a.adj_unit[lo + int(np.argmax(a.adj_bytes[lo:hi]))]
-    state._heaviest = heaviest
-    return heaviest
+    if cached is None:
+        cached = state._heaviest = heaviest_neighbour(state.sched)
+    return cached
 
 
 class _NoMeasurer:

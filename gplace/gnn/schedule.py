@@ -206,6 +206,16 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     return Rollouts(placements, phi, mask, est)
 
 
+def heaviest_neighbour(a: SchedArrays) -> np.ndarray:
+    """(units,) the unit each unit exchanges the most bytes with (itself if none)."""
+    heaviest = np.arange(a.num_units)
+    for u in range(a.num_units):
+        lo, hi = a.adj_ptr[u], a.adj_ptr[u + 1]
+        if hi > lo:
+            heaviest[u] = a.adj_unit[lo + int(np.argmax(a.adj_bytes[lo:hi]))]
+    return heaviest
+
+
 _POOL: list = []  # [ThreadPoolExecutor, its thread count, the process id that made it]
 
 
