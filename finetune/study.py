@@ -13,7 +13,7 @@ the K40 kind). Per case and seed (3 seeds), at equal sample budgets:
 * ``zero-shot``: the placement `gplace place` starts from, no samples
   (gplace.gnn.infer.best_rollout: the policy's rollouts in both of the list scheduler's orders
   and the untrained network's in the dispatch order, ranked by the dispatch-order schedule's
-  makespan estimate; nothing measured); ``greedy``: the policy's greedy rollout in its own order
+  makespan estimate, then gplace.gnn.infer.polish on that estimate; nothing measured); ``greedy``: the policy's greedy rollout in its own order
   alone; ``best of 16``: the best of 16 measured policy samples, reported apart;
 * ``ft N +h``: fine-tuning as `gplace place` runs it (heuristic placements in the starting elite
   set), best within the first N samples; ``untrained ft N +h``: the same with the same network

@@ -7,7 +7,8 @@ list scheduler, then fine-tuning with Post's objective.
 Zero-shot spends no samples: the best of the greedy rollout and 16 sampled rollouts in each of
 the list scheduler's two orders, and as many rollouts of the untrained network's scores in the
 order the policy was not trained in (``zero_shot_prior``), by the dispatch-order schedule's
-makespan estimate (nothing measured; gplace.gnn.infer.best_rollout). Fine-tuning spends the
+makespan estimate, then hill-climbed on that estimate (``zero_shot_polish`` replays of moved
+units; nothing measured; gplace.gnn.infer.best_rollout, polish). Fine-tuning spends the
 budget in rounds through the budget-counting Tracker; each round splits its samples between
 - policy rollouts, to which Post's objective (gplace.gnn.learn: PPO + elite cross-entropy) is
   applied, and

@@ -78,17 +78,22 @@ def test_zero_shot_keeps_the_rollout_with_the_best_dispatch_estimate():
     judge = state.sched._replace(dispatch=True)
     estimate = lambda z: rollout(judge, s, w, FORCED, forced=z[None]).estimate_s[0]
     g_dispatch = rollout(judge, s, w, GREEDY).placements[0]
-    own = dataclasses.replace(FinetuneConfig(), zero_shot_rollouts=0, zero_shot_both_orders=False)
+    unpolished = dataclasses.replace(FinetuneConfig(), zero_shot_polish=0)
+    own = dataclasses.replace(unpolished, zero_shot_rollouts=0, zero_shot_both_orders=False)
     assert np.array_equal(GNNPlacer(policy=policy, config=own).zero_shot(p), g)
     greedies = GNNPlacer(policy=policy, config=dataclasses.replace(
-        FinetuneConfig(), zero_shot_rollouts=0, zero_shot_prior=False)).zero_shot(p)
+        unpolished, zero_shot_rollouts=0, zero_shot_prior=False)).zero_shot(p)
     assert estimate(greedies) == min(estimate(g), estimate(g_dispatch))
-    picks = [GNNPlacer(seed=k, policy=policy).zero_shot(p) for k in (0, 0, 1, 2, 3)]
+    picks = [GNNPlacer(seed=k, policy=policy, config=unpolished).zero_shot(p)
+             for k in (0, 0, 1, 2, 3)]
     assert np.array_equal(picks[0], picks[1])
-    assert np.array_equal(GNNPlacer(seed=0, policy=policy).zero_shot(p, state), picks[0])
+    assert np.array_equal(GNNPlacer(seed=0, policy=policy, config=unpolished).zero_shot(p, state),
+                          picks[0])
     assert all(estimate(z) <= estimate(greedies) for z in picks)
     assert any(estimate(z) < estimate(greedies) for z in picks)
     assert len({z.tobytes() for z in picks[1:]}) > 1
+    # the default then hill-climbs on the same estimate from the pick
+    assert estimate(GNNPlacer(seed=0, policy=policy).zero_shot(p)) < estimate(picks[0])
 
 
 def test_a_zero_shot_placement_builds_no_optimizer():

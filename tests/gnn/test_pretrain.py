@@ -290,7 +290,8 @@ def test_the_other_order_is_the_same_problem_scheduled_the_other_way(corpus):
 
 def test_validation_measures_the_policys_own_rollouts():
     """Pretraining validates zero-shot without the untrained network's rollouts, which are the
-    same for every checkpoint; `gplace place` adds them (FinetuneConfig's default)."""
+    same for every checkpoint, and without the polish; `gplace place` adds them
+    (FinetuneConfig's default)."""
     from gplace.cluster import load_cluster
     from gplace.gnn.config import FinetuneConfig
     from gplace.gnn.infer import policy_weights, zero_shot
@@ -307,5 +308,6 @@ def test_validation_measures_the_policys_own_rollouts():
         placement = zero_shot(weights, state.numpy_features, state.sched, 0, config)
         return float(state.measurer.measure(placement[None]).step_time_s[0])
 
-    own, with_prior = step_time(FinetuneConfig(zero_shot_prior=False)), step_time(FinetuneConfig())
+    own = step_time(FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0))
+    with_prior = step_time(FinetuneConfig())
     assert zero_shot_time(weights, state) == own != with_prior
