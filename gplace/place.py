@@ -114,12 +114,13 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
           seed: int = 0, progress: bool = True, log=sys.stderr,
           allow_unsafe: bool = False, loss: str | None = None, cost_model=None,
-          **torch_options) -> PlacementResult:
+          polish: int | None = None, **torch_options) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
     ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
     the op a real step runs (default: gplace.real.measurer.step_op's choice); ``cost_model``:
     the op costs (a gplace.cost.CostModel; default: the profile beside a model file, else
-    estimates, ``cost_model_for``);
+    estimates, ``cost_model_for``); ``polish``: zero-shot's estimate replays
+    (FinetuneConfig.zero_shot_polish; None: its default), ignored for a GNNPlacer ``checkpoint``;
     ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
@@ -128,10 +129,12 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         raise ConfigError(f"finetune = {finetune} must be in [0, {MAX_SAMPLES:,}]")
     if not 0 <= seed < 2**32:  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
         raise ConfigError(f"seed = {seed} must be in [0, 2**32)")
+    if polish is not None and not 0 <= polish <= MAX_SAMPLES:
+        raise ConfigError(f"polish = {polish} must be in [0, {MAX_SAMPLES:,}]")
     graph = model if isinstance(model, OpGraph) else load_graph(model, **torch_options)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
-    placer = _placer(checkpoint, seed, finetune, measure)
+    placer = _placer(checkpoint, seed, finetune, measure, polish)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model or cost_model_for(model))
@@ -159,18 +162,23 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
 
 
-def _placer(checkpoint, seed: int, finetune: int, measure: str):
+def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None):
     """The learned placer: without fine-tuning on the simulator, the policy's numpy forward
-    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer)."""
+    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer). ``polish``: its
+    FinetuneConfig.zero_shot_polish (None: the default)."""
+    from gplace.gnn.config import FinetuneConfig
+    config = FinetuneConfig() if polish is None else replace(FinetuneConfig(),
+                                                              zero_shot_polish=polish)
     if checkpoint is None or isinstance(checkpoint, (str, Path)):
         if finetune == 0 and measure == "sim":
             from gplace.gnn.infer import ZeroShotPlacer
-            return ZeroShotPlacer(seed, checkpoint)
+            return ZeroShotPlacer(seed, checkpoint, config)
     import torch
 
     from gplace.gnn.placer import GNNPlacer
     torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
-    return checkpoint if isinstance(checkpoint, GNNPlacer) else GNNPlacer(seed, checkpoint)
+    return (checkpoint if isinstance(checkpoint, GNNPlacer)
+            else GNNPlacer(seed, checkpoint, config=config))
 
 
 def refine_exact(result: PlacementResult, seconds: float, workers: int = 2) -> PlaceResult:

@@ -135,3 +135,22 @@ def test_a_looped_graph_without_run_counts_says_its_loops_count_once(checkpoint,
     assert "TF1 loops counted as one iteration" in s.costs
     assert EXAMPLE.is_file() and "loops" not in place(
         EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, progress=False).summary.costs
+
+
+def test_polish_sets_zero_shots_estimate_replays(tmp_path):
+    """``polish`` reaches zero-shot: 0 gives the unpolished placement of the shipped policy,
+    the default its polished one, which the schedule estimates no slower; a negative count is
+    one clear line from the command."""
+    import dataclasses
+    from gplace.gnn.config import FinetuneConfig
+    from gplace.gnn.infer import ZeroShotPlacer
+    from gplace.place import place
+    plain, polished = (place(EXAMPLE, cluster="post-4gpu", polish=n, progress=False)
+                       for n in (0, None))
+    unpolished = dataclasses.replace(FinetuneConfig(), zero_shot_polish=0)
+    expected = ZeroShotPlacer(0, config=unpolished).zero_shot(plain.problem)
+    assert np.array_equal(plain.finetune.info["zero_shot_placement"], expected)
+    assert not np.array_equal(polished.finetune.info["zero_shot_placement"], expected)
+    run = subprocess.run([sys.executable, "-m", "gplace", "place", str(EXAMPLE), "--polish",
+                          "-1", "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert run.returncode == 2 and "out of range" in run.stderr and "Traceback" not in run.stderr

@@ -27,6 +27,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--finetune", type=checks.count(0, checks.MAX_SAMPLES, "placements measured"),
                    default=0, metavar="N",
                    help="placements to measure while fine-tuning (0: zero-shot; at most 10**6)")
+    p.add_argument("--polish", type=checks.count(0, checks.MAX_SAMPLES, "schedule estimates"),
+                   default=None, metavar="N",
+                   help="zero-shot's hill climbing on the list schedule's estimate: N replays, "
+                        "nothing measured (default 1600; 0: none, faster on large graphs)")
     p.add_argument("--measure", choices=("sim", "real"), default="sim",
                    help="measure placements with the simulator (default) or on the devices")
     p.add_argument("--memory-limit", type=checks.memory_limit, default=None, metavar="SIZE",
@@ -80,7 +84,7 @@ def run(args) -> int:
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
-                   loss=args.loss,
+                   loss=args.loss, polish=args.polish,
                    **torch_options(args))
     exact = refine_exact(result, args.optimal) if args.optimal is not None else None
     try:
