@@ -24,6 +24,7 @@ jit_cache.invalidate_all(KERNELS)
 DYN_FEATURES = 8
 UNIT_EFT = 7  # the feature index of the whole unit's earliest finish time (gplace.gnn.schedule)
 SAMPLE, GREEDY, FORCED, MIXED, MIXED_SAMPLE = 0, 1, 2, 3, 4  # rollout modes
+ESTIMATE = 5  # FORCED without recording features or masks: the makespan estimate alone
 # The logit of a device the unit does not fit on, here and in gplace.gnn.learn's loss: finite,
 # so that no 0 * inf reaches an entropy; its softmax weight is exactly 0 in float64.
 MASKED = -1e9
@@ -33,7 +34,10 @@ MASKED = -1e9
 def decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, unit_dev, used,
            load, need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced, follow, phi, mask):
     """Unit u's device at its first op (``ready``, ``start``: (D,) that op's times on each
-    device); records ``phi[u]`` and ``mask[u]``."""
+    device); records ``phi[u]`` and ``mask[u]`` (not in ESTIMATE mode, whose ``phi`` and
+    ``mask`` may have no rows)."""
+    if mode == ESTIMATE:
+        return forced[u]
     features(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes, unit_dev,
              used, load, need, capacity, tau, phi[u], mask[u])
     if mode == FORCED or ((mode == MIXED or mode == MIXED_SAMPLE) and u01[u] < follow):

@@ -26,7 +26,7 @@ import numpy as np
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
-from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, SAMPLE, build_sched,
+from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, GREEDY, SAMPLE, build_sched,
                                   heaviest_neighbour, rollout)
 from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
@@ -209,7 +209,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     dispatch order (``[seed, chunk, 19]``), ``rollouts`` + 1 each, and every placement is
     ranked by the dispatch-order estimate, which follows the simulator (pretrain/ORDER.md:
     1.001x on the best known placements, where the rank-order estimate is 1.155x): the
-    rank-order ones are replayed (FORCED) in dispatch order to get it. Without it, only
+    rank-order ones are replayed (ESTIMATE) in dispatch order to get it. Without it, only
     ``sched``'s own order and its own estimate. ``prior`` (with ``both_orders``): as many
     rollouts again of these scores in the order that is not ``sched``'s (seeds ``[seed, chunk,
     23]``)."""
@@ -223,7 +223,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     def estimate(a, ro) -> np.ndarray:
         if a.dispatch == judge.dispatch:
             return ro.estimate_s
-        return rollout(judge, sc.s, sc.w, FORCED, forced=ro.placements, head=sc.head).estimate_s
+        return rollout(judge, sc.s, sc.w, ESTIMATE, forced=ro.placements, head=sc.head).estimate_s
 
     for a, tail, o in runs:
         greedy_ro = rollout(a, o.s, o.w, GREEDY, head=o.head)
@@ -274,7 +274,7 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     judge = sched._replace(dispatch=True)
     zeros_s, zeros_w = np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES))
     best = np.asarray(placement, np.int64).copy()
-    best_est = rollout(judge, zeros_s, zeros_w, FORCED, forced=best).estimate_s[0]
+    best_est = rollout(judge, zeros_s, zeros_w, ESTIMATE, forced=best).estimate_s[0]
     used = np.bincount(best, weights=sched.need, minlength=nd)
     heaviest = heaviest_neighbour(sched)
     rng = np.random.default_rng([seed, 29])
@@ -291,7 +291,7 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
             moved = moved[best[moved] != d]
             if used[d] + sched.need[moved].sum() <= sched.capacity[d]:
                 cands[row, moved] = d
-        est = rollout(judge, zeros_s, zeros_w, FORCED, forced=cands).estimate_s
+        est = rollout(judge, zeros_s, zeros_w, ESTIMATE, forced=cands).estimate_s
         k = int(np.argmin(est))
         if est[k] < best_est:
             best, best_est = cands[k].copy(), est[k]

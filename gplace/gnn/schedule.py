@@ -36,13 +36,14 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from gplace.gnn.decision import (DYN_FEATURES, FORCED, GREEDY, MASKED, MIXED, MIXED_SAMPLE,
-                                 SAMPLE, UNIT_EFT, data_ready, decide, lane_free,
+from gplace.gnn.decision import (DYN_FEATURES, ESTIMATE, FORCED, GREEDY, MASKED, MIXED,
+                                 MIXED_SAMPLE, SAMPLE, UNIT_EFT, data_ready, decide, lane_free,
                                  mark_received, receive_time, run_on_lane)
 from gplace.gnn.dispatch import dispatch_rollout
 from gplace.problem import PlacementProblem
 
-__all__ = ["DYN_FEATURES", "UNIT_EFT", "SAMPLE", "GREEDY", "FORCED", "MIXED", "MIXED_SAMPLE",
+__all__ = ["DYN_FEATURES", "UNIT_EFT", "SAMPLE", "GREEDY", "FORCED", "ESTIMATE", "MIXED",
+           "MIXED_SAMPLE",
            "MASKED", "SchedArrays", "Rollouts", "build_sched", "rollout"]
 
 
@@ -160,7 +161,9 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     head: A (H, F), b and v (units, H)).
 
     ``mode``: SAMPLE draws from the softmax (uniforms from ``seed``), GREEDY takes the argmax,
-    FORCED follows ``forced`` ((count, units) placements) to record their features, MIXED
+    FORCED follows ``forced`` ((count, units) placements) to record their features, ESTIMATE
+    follows it for the makespan estimate alone (the Rollouts' ``phi`` and ``mask`` have no
+    units: each decision's features are not computed), MIXED
     follows ``forced`` at each decision with probability ``follow`` (uniforms from ``seed``)
     and takes the argmax otherwise: the states the policy itself reaches, for imitation along
     its own schedule (DAgger, Ross et al. 2011); MIXED_SAMPLE is MIXED with the other
@@ -176,8 +179,9 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
            if mode in (SAMPLE, MIXED, MIXED_SAMPLE)
            else np.zeros((count, nu)))
     placements = np.zeros((count, nu), np.int64)
-    phi = np.zeros((count, nu, nd, DYN_FEATURES), np.float32)
-    mask = np.zeros((count, nu, nd), np.bool_)
+    rows = 0 if mode == ESTIMATE else nu
+    phi = np.zeros((count, rows, nd, DYN_FEATURES), np.float32)
+    mask = np.zeros((count, rows, nd), np.bool_)
     est = np.zeros(count)
     s64, w64 = np.ascontiguousarray(s, np.float64), np.ascontiguousarray(w, np.float64)
     if head is None:

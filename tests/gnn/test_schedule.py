@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 from gplace.cluster import load_cluster
-from gplace.gnn.schedule import (DYN_FEATURES, FORCED, GREEDY, MIXED, MIXED_SAMPLE, SAMPLE,
-                                 build_sched,
-                                 rollout)
+from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, FORCED, GREEDY, MIXED, MIXED_SAMPLE,
+                                 SAMPLE, build_sched, rollout)
 from gplace.placers import SimMeasurer, get_placer
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
@@ -40,6 +39,19 @@ def test_forced_rollout_follows_the_placement_and_records_its_features():
     # the finish-time feature is 0 on the best device of every decision, >= 0 elsewhere
     phi0 = ro.phi[..., 0]
     assert (phi0 >= 0).all() and np.allclose(phi0.min(-1), 0.0)
+
+
+@pytest.mark.parametrize("dispatch", [False, True])
+def test_an_estimate_replay_is_a_forced_one_without_its_records(dispatch):
+    """ESTIMATE follows the placements as FORCED does, to the same makespan estimates, and
+    records no decision features or masks."""
+    p = problem(4, "hetero")
+    a = build_sched(p, dispatch)
+    target = np.random.default_rng(1).integers(0, p.num_devices, (3, p.num_units))
+    forced, estimate = (rollout(a, *heft_weights(p), m, forced=target) for m in (FORCED, ESTIMATE))
+    assert np.array_equal(estimate.placements, target)
+    np.testing.assert_array_equal(estimate.estimate_s, forced.estimate_s)
+    assert estimate.phi.shape[1] == estimate.mask.shape[1] == 0
 
 
 def test_mixed_rollout_follows_the_target_at_the_given_rate_and_is_greedy_elsewhere():
