@@ -27,7 +27,7 @@ from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, GREEDY, SAMPLE, build_sched,
-                                  heaviest_neighbour, rollout)
+                                  chain_of, heaviest_neighbour, rollout)
 from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
 from gplace.problem import PlacementProblem
@@ -281,13 +281,9 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     for _ in range(-(-estimates // POLISH_BATCH)):
         cands = np.repeat(best[None], POLISH_BATCH, axis=0)
         for row in range(POLISH_BATCH):
-            moved = [int(rng.integers(nu))]
-            d = int(rng.integers(nd - 1))
-            d += d >= best[moved[0]]
-            if rng.random() < chain:
-                for _ in range(rng.geometric(0.5) - 1):
-                    moved.append(int(heaviest[moved[-1]]))
-            moved = np.unique(moved)
+            u, d = int(rng.integers(nu)), int(rng.integers(nd - 1))
+            d += d >= best[u]
+            moved = np.unique(chain_of(u, heaviest, rng, chain))
             moved = moved[best[moved] != d]
             if used[d] + sched.need[moved].sum() <= sched.capacity[d]:
                 cands[row, moved] = d

@@ -34,7 +34,7 @@ from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.infer import NO_SHIPPED, SHIPPED, policy_weights, zero_shot
 from gplace.gnn.learn import ProblemState, decision_logp, loss_and_logp, sample, tempered
 from gplace.gnn.policy import GNNPolicy
-from gplace.gnn.schedule import heaviest_neighbour
+from gplace.gnn.schedule import chain_of, heaviest_neighbour
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
 
@@ -130,10 +130,7 @@ class GNNPlacer:
             w[best.placement[u]] = 0.0
             if w.sum() <= 0:
                 continue
-            moved = [int(u)]
-            if rng.random() < self.config.chain_moves:
-                for _ in range(rng.geometric(0.5) - 1):
-                    moved.append(int(heaviest[moved[-1]]))
+            moved = chain_of(u, heaviest, rng, self.config.chain_moves)
             cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
         m = tracker.evaluate(cands)
         state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible, m.low_s, m.high_s)

@@ -220,6 +220,16 @@ def heaviest_neighbour(a: SchedArrays) -> np.ndarray:
     return heaviest
 
 
+def chain_of(u: int, heaviest: np.ndarray, rng: np.random.Generator, share: float) -> list[int]:
+    """The units a local move moves: ``u`` and, with probability ``share``, a geometric number
+    of steps along each unit's heaviest-traffic neighbour (``heaviest``: heaviest_neighbour)."""
+    moved = [int(u)]
+    if rng.random() < share:
+        for _ in range(rng.geometric(0.5) - 1):
+            moved.append(int(heaviest[moved[-1]]))
+    return moved
+
+
 _POOL: list = []  # [ThreadPoolExecutor, its thread count, the process id that made it]
 
 
