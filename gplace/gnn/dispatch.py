@@ -56,7 +56,24 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr
                      hv, mode, u01, forced, follow, unit_dev, phi, mask):
     """gplace.gnn.schedule._rollout's arguments and results, ``order`` replaced by
     ``position`` and the successors; returns the makespan estimate."""
-    n, nd = cost.shape[0], cost.shape[1]
+    st = dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op, lane_ptr,
+                        latency, inv_bw, any_recv, unit_dev)
+    makespan, done, _ = dispatch_resume(
+        position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, cost, unit_of_op,
+        unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency, inv_bw, recv_s,
+        recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced,
+        follow, unit_dev, phi, mask, *st, 0.0, 0, 0, -1, np.zeros(0, np.int64))
+    assert done == cost.shape[0]  # every op ran once (the op graph is acyclic)
+    return makespan
+
+
+@njit(cache=True, nogil=True)
+def dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op, lane_ptr,
+                   latency, inv_bw, any_recv, unit_dev):
+    """The state of a rollout before its first op (every unit unplaced, ``unit_dev`` set to -1):
+    (op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, heaps, size),
+    what :func:`dispatch_resume` continues from."""
+    n, nd = position.shape[0], latency.shape[0]
     op_at = np.empty(n, np.int64)
     for op in range(n):
         op_at[position[op]] = op
@@ -65,7 +82,6 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr
     unit_dev[:] = -1
     lanes = np.zeros(lane_ptr[nd])
     used, load = np.zeros(nd), np.zeros(nd)
-    ready, start = np.empty(nd), np.empty(nd)
     data_ready = np.zeros((n, nd))
     state = np.zeros(n, np.int64)
     got = np.zeros((n if any_recv else 0, nd), np.bool_)
@@ -76,11 +92,29 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr
         if pending[op] == 0:
             _enqueue(op, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
                      unit_dev[unit_of_op[op]], position, data_ready, state, heaps, size)
-    makespan, done = 0.0, 0
+    return op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, heaps, size
+
+
+@njit(cache=True, nogil=True)
+def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, cost,
+                    unit_of_op, unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency,
+                    inv_bw, recv_s, recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb,
+                    hv, mode, u01, forced, follow, unit_dev, phi, mask, op_at, finish, op_dev,
+                    lanes, used, load, data_ready, state, got, pending, heaps, size, makespan,
+                    done, decisions, stop, decided):
+    """Runs the rollout from its state (:func:`dispatch_start`'s arrays, updated in place, and
+    ``makespan``, ``done`` ops run, ``decisions`` units placed) to its end, or until the next
+    decision would be the ``stop``-th (0-based; -1: never); returns (makespan, done, decisions).
+    Where ``decided`` has a row per unit it records each unit's decision index. Everything
+    before a unit's decision is the same whatever that unit's device will be, so a placement
+    that differs from another only at units decided from the ``stop``-th on continues from the
+    other's state at ``stop`` (gplace.gnn.replay)."""
+    nd = latency.shape[0]
+    ready, start = np.empty(nd), np.empty(nd)
     while True:
         k, t = _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at,
                          lanes, lane_ptr)
-        if k < 0:
+        if k < 0 or (k >= nd and decisions == stop):
             break
         op = op_at[heaps[k, 1]]
         size[k] = pop(heaps[k], size[k])
@@ -90,13 +124,16 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr
                 ready[d] = data_ready[op, d]
                 start[d] = max(ready[d], lane_free(lanes, lane_ptr, d))
                 if any_recv:
-                    start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, op_dev,
-                                             recv_s, recv_per_byte, got)
+                    start[d] += receive_time(op, d, pred_ptr, pred_op, pred_bytes, pred_rep,
+                                             op_dev, recv_s, recv_per_byte, got)
             d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
                        forced, follow, phi, mask)
             unit_dev[u] = d
             used[d] += need[u]
+            if decided.shape[0] > 0:
+                decided[u] = decisions
+            decisions += 1
             state[op] = PLACED
             size[d] = push(heaps[d], size[d], bits(data_ready[op, d]), position[op])
             continue
@@ -115,10 +152,10 @@ def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr
             c = succ_op[e]
             pending[c] -= 1
             if pending[c] == 0:
-                _enqueue(c, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
-                         unit_dev[unit_of_op[c]], position, data_ready, state, heaps, size)
-    assert done == n  # every op ran once (the op graph is acyclic)
-    return makespan
+                _enqueue(c, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
+                         inv_bw, unit_dev[unit_of_op[c]], position, data_ready, state, heaps,
+                         size)
+    return makespan, done, decisions
 
 
 @njit(cache=True)

@@ -26,6 +26,7 @@ import numpy as np
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
+from gplace.gnn.replay import NearReplays
 from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, GREEDY, SAMPLE, build_sched,
                                   chain_of, heaviest_neighbour, rollout)
 from gplace.measure import Measurer
@@ -267,14 +268,15 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     without the policy: one unit, or with probability ``chain`` a chain of it and its
     heaviest-traffic neighbours (a geometric number of steps), to another device drawn
     uniformly, where the unit memory estimate (``sched.need``) still fits; the best move is
-    kept if it lowers the estimate. Seeded by ``[seed, 29]``."""
+    kept if it lowers the estimate. Each move's replay resumes from the current placement's
+    state before the move's first unit is decided (gplace.gnn.replay: the same estimate as a
+    whole replay, in about half the time). Seeded by ``[seed, 29]``."""
     nu, nd = sched.num_units, sched.num_devices
     if estimates <= 0 or nd < 2 or nu == 0:
         return placement
-    judge = sched._replace(dispatch=True)
-    zeros_s, zeros_w = np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES))
     best = np.asarray(placement, np.int64).copy()
-    best_est = rollout(judge, zeros_s, zeros_w, ESTIMATE, forced=best).estimate_s[0]
+    near = NearReplays(sched, best)
+    best_est = near.estimate_s
     used = np.bincount(best, weights=sched.need, minlength=nd)
     heaviest = heaviest_neighbour(sched)
     rng = np.random.default_rng([seed, 29])
@@ -287,11 +289,12 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
             moved = moved[best[moved] != d]
             if used[d] + sched.need[moved].sum() <= sched.capacity[d]:
                 cands[row, moved] = d
-        est = rollout(judge, zeros_s, zeros_w, ESTIMATE, forced=cands).estimate_s
+        est = near.estimates(cands)
         k = int(np.argmin(est))
         if est[k] < best_est:
             best, best_est = cands[k].copy(), est[k]
             used = np.bincount(best, weights=sched.need, minlength=nd)
+            near = near.rebased(best)
     return best
 
 

@@ -1,0 +1,76 @@
+import numpy as np
+import pytest
+
+from gplace.cluster import load_cluster
+from gplace.gnn.replay import NearReplays
+from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE, build_sched, rollout
+from gplace.problem import PlacementProblem
+from gplace.sim.random_graphs import RandomDagConfig, random_dag
+
+
+def problem(seed, cluster, ops=400):
+    return PlacementProblem.build(random_dag(RandomDagConfig(ops=ops), seed), load_cluster(cluster))
+
+
+def whole(a, placements):
+    """The estimates of whole dispatch-order replays."""
+    nu, nd = a.num_units, a.num_devices
+    return rollout(a._replace(dispatch=True), np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)),
+                   ESTIMATE, forced=np.atleast_2d(placements)).estimate_s
+
+
+def near(base, rng, count, nd):
+    """``count`` placements that each move 1-3 random units of ``base``, and ``base`` itself."""
+    out = np.repeat(base[None], count, 0)
+    for row in out[1:]:
+        units = rng.integers(base.size, size=rng.integers(1, 4))
+        row[units] = rng.integers(nd, size=units.size)
+    return out
+
+
+@pytest.mark.parametrize("seed,cluster", [(0, "post-4gpu"), (1, "hetero"), (2, "local-procs")])
+def test_near_replays_are_whole_replays(seed, cluster):
+    """Resumed from the base's kept states, every estimate is a whole replay's, to the last bit
+    (local-procs: links that charge the receiver's CPU)."""
+    p = problem(seed, cluster)
+    a = build_sched(p)
+    rng = np.random.default_rng(seed)
+    base = rng.integers(p.num_devices, size=p.num_units)
+    replays = NearReplays(a, base, snapshots=5)
+    cands = near(base, rng, 40, p.num_devices)
+    assert replays.estimate_s == whole(a, base)[0]
+    np.testing.assert_array_equal(replays.estimates(cands), whole(a, cands))
+    # the earliest and the latest decided unit alone: from the first kept state, and the last
+    for unit in (int(np.argmin(replays.decided)), int(np.argmax(replays.decided))):
+        moved = base.copy()
+        moved[unit] = (moved[unit] + 1) % p.num_devices
+        assert replays.estimate(moved) == whole(a, moved)[0]
+
+
+def test_a_rebased_replay_is_a_fresh_one():
+    """Moving the base keeps the states before it departs: the same estimates and decision
+    order as replays built from the new base."""
+    p = problem(3, "hdp-8gpu")
+    a = build_sched(p)
+    rng = np.random.default_rng(3)
+    base = rng.integers(p.num_devices, size=p.num_units)
+    replays = NearReplays(a, base, snapshots=6)
+    for new in near(base, rng, 4, p.num_devices)[1:]:
+        moved, fresh = replays.rebased(new), NearReplays(a, new, snapshots=6)
+        assert moved.estimate_s == fresh.estimate_s == whole(a, new)[0]
+        np.testing.assert_array_equal(moved.decided, fresh.decided)
+        cands = near(new, rng, 12, p.num_devices)
+        np.testing.assert_array_equal(moved.estimates(cands), whole(a, cands))
+        replays = moved
+    assert replays.rebased(replays.base) is replays
+
+
+def test_the_decision_order_is_the_dispatch_order_of_the_units():
+    """``decided`` numbers the units in the order the rollout decides them: 0 .. units-1, the
+    first decided unit owns the first op the simulator's order starts."""
+    p = problem(4, "post-4gpu")
+    a = build_sched(p)
+    replays = NearReplays(a, np.zeros(p.num_units, np.int64))
+    assert sorted(replays.decided.tolist()) == list(range(p.num_units))
+    first_op = int(np.argmin(np.where(np.diff(a.pred_ptr) == 0, a.position, a.position.size)))
+    assert replays.decided[a.unit_of_op[first_op]] == 0
