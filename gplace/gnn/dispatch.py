@@ -105,7 +105,7 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
     """Runs the rollout from its state (:func:`dispatch_start`'s arrays, updated in place, and
     ``makespan``, ``done`` ops run, ``decisions`` units placed) to its end, or until the next
     decision would be the ``stop``-th (0-based; -1: never); returns (makespan, done, decisions).
-    Where ``decided`` has a row per unit it records each unit's decision index. Everything
+    Where ``decided`` has an entry per unit it records each unit's decision index. Everything
     before a unit's decision is the same whatever that unit's device will be, so a placement
     that differs from another only at units decided from the ``stop``-th on continues from the
     other's state at ``stop`` (gplace.gnn.replay)."""

@@ -270,7 +270,7 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     uniformly, where the unit memory estimate (``sched.need``) still fits; the best move is
     kept if it lowers the estimate. Each move's replay resumes from the current placement's
     state before the move's first unit is decided (gplace.gnn.replay: the same estimate as a
-    whole replay, in about half the time). Seeded by ``[seed, 29]``."""
+    whole replay). Seeded by ``[seed, 29]``."""
     nu, nd = sched.num_units, sched.num_devices
     if estimates <= 0 or nd < 2 or nu == 0:
         return placement

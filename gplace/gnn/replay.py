@@ -7,8 +7,8 @@ placement's replay can start from the current placement's state just before the 
 changed units is decided (gplace.gnn.dispatch.dispatch_resume). :class:`NearReplays` replays the
 base placement once, keeping its state at evenly spaced decisions, and estimates each other
 placement from the last kept state before it departs: the same arithmetic in the same order as
-a whole replay (ESTIMATE mode), so the same estimate, in about half the time for a move of one
-random unit. Moving the base to one of those placements keeps the states before it departs.
+a whole replay (ESTIMATE mode), so the same estimate, without replaying the shared prefix.
+Moving the base to one of those placements keeps the states before it departs.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import numpy as np
 
 from gplace.gnn.decision import ESTIMATE
 from gplace.gnn.dispatch import dispatch_resume, dispatch_start
+from gplace.gnn.schedule import for_each
 
 SNAPSHOTS = 16          # kept states of the base replay, at most
 SNAPSHOT_BYTES = 2**28  # their memory, at most (fewer states on a large graph)
@@ -30,7 +31,9 @@ class NearReplays:
 
     def __init__(self, sched, base: np.ndarray, snapshots: int = SNAPSHOTS):
         a, nu, nd = sched, sched.num_units, sched.num_devices
-        self.base = np.ascontiguousarray(base, np.int64)
+        self.base = np.array(base, np.int64)  # a copy: the caller may change theirs
+        # dispatch_resume's arguments up to ``forced``: the problem's arrays, then s, w, ha, hb,
+        # hv, mode and u01 (none read in ESTIMATE mode); _blank: phi and mask (no rows)
         self._head = (a.position, a.pred_ptr, a.pred_op, a.pred_bytes, a.pred_rep, a.succ_ptr,
                       a.succ_op, a.cost, a.unit_of_op, a.unit_cost, a.adj_ptr, a.adj_unit,
                       a.adj_bytes, a.lane_ptr, a.latency, a.inv_bw, a.recv_s, a.recv_per_byte,
@@ -57,6 +60,7 @@ class NearReplays:
             scalars = dispatch_resume(*self._head, self.base, 0.0, unit_dev, *self._blank,
                                       self._op_at, *state, *scalars, stop, self.decided)
             if stop < 0:
+                assert scalars[1] == self._op_at.size  # every op ran once
                 break
             heaps, size = state[9], state[10]
             top = 2 * int(size.max()) if size.size else 0
@@ -87,27 +91,27 @@ class NearReplays:
         if i < 0:
             return self.estimate_s
         unit_dev, state, scalars = self._restore(i)
-        makespan, _, _ = dispatch_resume(*self._head, placement, 0.0, unit_dev, *self._blank,
-                                         self._op_at, *state, *scalars, -1,
-                                         np.zeros(0, np.int64))
+        makespan, done, _ = dispatch_resume(*self._head, placement, 0.0, unit_dev, *self._blank,
+                                            self._op_at, *state, *scalars, -1,
+                                            np.zeros(0, np.int64))
+        assert done == self._op_at.size  # every op ran once
         return float(makespan)
 
     def estimates(self, placements: np.ndarray) -> np.ndarray:
         """:meth:`estimate` of each row, over numba's threads."""
-        from gplace.gnn.schedule import _for_each
         placements = np.atleast_2d(placements)
         out = np.zeros(placements.shape[0])
 
         def one(k: int) -> None:
             out[k] = self.estimate(placements[k])
 
-        _for_each(one, placements.shape[0])
+        for_each(one, placements.shape[0])
         return out
 
     def rebased(self, placement: np.ndarray) -> NearReplays:
         """The replays near ``placement``: this base's kept states before it departs are
         shared, the later ones replayed."""
-        placement = np.ascontiguousarray(placement, np.int64)
+        placement = np.array(placement, np.int64)
         i = self._departs(placement)
         if i < 0:
             return self

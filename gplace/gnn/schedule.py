@@ -206,7 +206,7 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
                           a.tau, s64, w64, ha, hb, hv, mode, u01[k], forced[k], follow,
                           placements[k], phi[k], mask[k])
 
-    _for_each(one, count)
+    for_each(one, count)
     return Rollouts(placements, phi, mask, est)
 
 
@@ -233,7 +233,7 @@ def chain_of(u: int, heaviest: np.ndarray, rng: np.random.Generator, share: floa
 _POOL: list = []  # [ThreadPoolExecutor, its thread count, the process id that made it]
 
 
-def _for_each(fn, count: int) -> None:
+def for_each(fn, count: int) -> None:
     """``fn(k)`` for k < count over numba's thread count (NUMBA_NUM_THREADS; the cores by
     default) in a thread pool; a process's first call runs k = 0 alone first (it loads the
     compiled kernel). The rollouts are independent, each writes its own rows and the compiled

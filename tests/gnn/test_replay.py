@@ -74,3 +74,13 @@ def test_the_decision_order_is_the_dispatch_order_of_the_units():
     assert sorted(replays.decided.tolist()) == list(range(p.num_units))
     first_op = int(np.argmin(np.where(np.diff(a.pred_ptr) == 0, a.position, a.position.size)))
     assert replays.decided[a.unit_of_op[first_op]] == 0
+
+
+def test_the_base_is_a_copy():
+    """Changing the caller's array after the fact changes nothing the replays estimate."""
+    p = problem(5, "hetero")
+    a = build_sched(p)
+    base = np.zeros(p.num_units, np.int64)
+    replays = NearReplays(a, base)
+    base[0] = 1
+    assert replays.estimate(base) == whole(a, base)[0]

@@ -134,7 +134,7 @@ def test_rollouts_over_threads_equal_those_of_one_thread(monkeypatch):
     rng = np.random.default_rng(0)
     s, w = rng.normal(size=(p.num_units, p.num_devices)), rng.normal(size=(p.num_units, DYN_FEATURES))
     pooled = [rollout(a, s, w, SAMPLE, count=9, seed=3) for _ in range(2)]  # pool made, reused
-    monkeypatch.setattr(schedule, "_for_each", lambda fn, count: [fn(k) for k in range(count)])
+    monkeypatch.setattr(schedule, "for_each", lambda fn, count: [fn(k) for k in range(count)])
     alone = rollout(a, s, w, SAMPLE, count=9, seed=3)
     for ro in pooled:
         for x, y in zip(ro, alone):
