@@ -545,11 +545,12 @@ The records of pretrain/domains_no_prior.jsonl (code at commit {commits}), made 
 rolled out the policy alone in both orders (today's rule without
 `FinetuneConfig.zero_shot_prior`), with the held-out policies of then (the recurrent one is
 that of "Before the polish"; the other three were pretrained again since, on the archive that
-holds the rnn_loop graphs' per-iteration experts). Every linear policy here learned in HEFT's rank order, and in the dispatch order its weights are out
-of distribution: there the pretrained policy placed attention and recommendation worse than
-its untrained network. Adding the untrained network's scores in the dispatch order reduced that
-(with those policies: attention 1.020 -> 1.006 at 100 samples, recommendation 1.010 -> 0.987);
-the "+prior" fields of these records are that rule, measured then on the same cases.""", True),
+holds the rnn_loop graphs' per-iteration experts). Every linear policy here learned in HEFT's
+rank order, and in the dispatch order its weights are out of distribution: there the
+pretrained policy placed attention and recommendation worse than its untrained network.
+Adding the untrained network's scores in the dispatch order reduced that (with those policies:
+attention 1.020 -> 1.006 at 100 samples, recommendation 1.010 -> 0.987); the "+prior" fields
+of these records are that rule, measured then on the same cases.""", True),
     (RANK_ORDER_RECORDS, "Before the two-order zero-shot",
      "with zero-shot in HEFT's rank order alone", """\
 The records of pretrain/domains_rank_order.jsonl (code at commit {commits}), made when
