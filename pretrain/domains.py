@@ -215,6 +215,7 @@ def networks(policy_path: Path, seed: int) -> dict:
 
 def run(domains: list[str], steps: int, variant: Variant, log) -> None:
     import torch
+    from gplace.gnn.placer import SHIPPED
     torch.set_num_threads(1)
     done = {r["key"]: r for r in load_records()}
     for domain in domains:
@@ -231,6 +232,7 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
             t0 = time.perf_counter()
             rec = {"key": key, "domain": domain, "steps": steps,
                    "variant": variant.name, "commit": _commit(), "policy": policy_digest(policy),
+                   "shipped_policy": policy_digest(SHIPPED),
                    **evaluate(row, cluster, seed, policy)}
             rec["wall_s"] = round(time.perf_counter() - t0, 1)
             append_record(rec)
@@ -536,8 +538,7 @@ was the best of its rollouts by the dispatch-order estimate, not hill-climbed on
 afterwards (today's rule with `FinetuneConfig.zero_shot_polish` 0), with the held-out policies
 of then. runs/ is not kept, so the policies of the section above were pretrained again by the
 same command (another machine and day: a policy pretrained again differs by about 1% on its
-validation figure). The polish is given to both arms, so it moves the held-out / untrained
-ratios towards 1 where the untrained network's rollouts start further from a good placement.""",
+validation figure). Both arms get the polish, the shipped policy too.""",
      False),
     (NO_PRIOR_RECORDS, "Before the untrained network's rollouts",
      "with the policy's rollouts alone", """\
