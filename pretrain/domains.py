@@ -538,7 +538,7 @@ was the best of its rollouts by the dispatch-order estimate, not hill-climbed on
 afterwards (today's rule with `FinetuneConfig.zero_shot_polish` 0), with the held-out policies
 of then. runs/ is not kept, so the policies of the section above were pretrained again by the
 same command (another machine and day: a policy pretrained again differs by about 1% on its
-validation figure). Both arms get the polish, the shipped policy too.""",
+validation figure). No arm was polished then, the shipped policy neither.""",
      False),
     (NO_PRIOR_RECORDS, "Before the untrained network's rollouts",
      "with the policy's rollouts alone", """\
