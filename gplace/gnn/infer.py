@@ -27,8 +27,8 @@ from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
 from gplace.gnn.replay import NearReplays
-from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, GREEDY, SAMPLE, build_sched,
-                                  chain_of, heaviest_neighbour, rollout)
+from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, GREEDY, SAMPLE, UNIT_EFT,
+                                  build_sched, chain_of, heaviest_neighbour, rollout)
 from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
 from gplace.problem import PlacementProblem
@@ -302,7 +302,6 @@ def prior_scores(weights: PolicyWeights, units: int, devices: int) -> ScoresNp:
     """The untrained network's scores, whatever its encoder's weights: no static preference,
     and the decision weights' initial value (each unit to the device where it finishes
     first; GNNPolicy's w0)."""
-    from gplace.gnn.schedule import DYN_FEATURES, UNIT_EFT
     w = np.zeros((units, DYN_FEATURES), np.float32)
     w[:, UNIT_EFT] = -np.float32(weights.kwargs.get("scale", 10.0))
     return ScoresNp(np.zeros((units, devices), np.float32), w, None)
