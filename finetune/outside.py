@@ -17,8 +17,11 @@ seeds ``--seeds``. Per case and seed:
   the best heuristic with 2400 samples (``hill 2400 +h``, ``anneal 2400 +h``).
 
 A record names the policy file that made its shipped-policy columns (``policy``, the start of
-its SHA-256). Where the shipped policy has changed since, a run recomputes those columns alone
-(:data:`SHIPPED_COLUMNS`) and keeps the ablation and the searches, which do not depend on it.
+its SHA-256) and the fine-tuning settings of both networks' columns (``finetune``:
+finetune.study.FINETUNE_TAG). Where the shipped policy has changed since, a run recomputes its
+columns alone (:data:`SHIPPED_COLUMNS`); where the fine-tuning settings have, both networks'
+(and the :data:`UNTRAINED_COLUMNS`); the heuristics and the local searches, which depend on
+neither, are kept.
 
 The definitions are finetune.study's (without_heuristics, with_heuristics, baselines), so the
 figures read as on finetune/RESULTS.md and pretrain/DOMAINS.md. Records go to
@@ -48,6 +51,7 @@ RECORDS = HERE / "outside.jsonl"
 PAGE = HERE / "OUTSIDE.md"
 CLUSTERS = ("post-4gpu", "hetero", "hdp-8gpu")  # hdp-8gpu: unseen in pretraining
 SHIPPED_COLUMNS = ("zero-shot", "ft 100", "ft 100 +h", "ft 300 +h")  # the shipped policy's
+UNTRAINED_COLUMNS = tuple(f"untrained {c}" for c in SHIPPED_COLUMNS)  # the ablation's
 
 
 def graph_file(spec, log) -> Path:
@@ -80,11 +84,13 @@ def build_case(name: str, cluster: str):
     return problem_of(graph_file(spec, sys.stderr), cluster)
 
 
-def evaluate(spec, path: Path, cluster: str, seed: int, shipped_only: bool = False,
+def evaluate(spec, path: Path, cluster: str, seed: int, columns: str = "all",
              policy: Path | None = None) -> dict:
-    """Every figure of the module docstring for one case and seed; ``shipped_only``: the
-    shipped policy's columns (:data:`SHIPPED_COLUMNS`) alone, of ``policy`` if given."""
-    from finetune.study import baselines, fresh_network, with_heuristics, without_heuristics
+    """Every figure of the module docstring for one case and seed; ``columns`` "shipped": the
+    shipped policy's columns (:data:`SHIPPED_COLUMNS`) alone, of ``policy`` if given;
+    "finetune": those and the untrained network's (:data:`UNTRAINED_COLUMNS`)."""
+    from finetune.study import (FINETUNE_TAG, baselines, fresh_network, with_heuristics,
+                                without_heuristics)
     from gplace.gnn.placer import SHIPPED, load_policy
     from pretrain.domains import policy_digest
     problem, m, heur, bound = problem_of(path, cluster)
@@ -92,8 +98,13 @@ def evaluate(spec, path: Path, cluster: str, seed: int, shipped_only: bool = Fal
     rec = {**without_heuristics(problem, m, shipped, seed),
            **with_heuristics(problem, m, heur, shipped, seed),
            "policy": policy_digest(policy or SHIPPED)}
-    if shipped_only:
+    if columns == "shipped":
         return rec
+    rec["finetune"] = FINETUNE_TAG
+    if columns == "finetune":
+        untrained = fresh_network(shipped, seed)
+        return {**rec, **without_heuristics(problem, m, untrained, seed, "untrained "),
+                **with_heuristics(problem, m, heur, untrained, seed, "untrained ")}
     feasible = {h: r.step_time_s for h, r in heur.items() if r.feasible}
     best = min(feasible, key=feasible.get)
     rec = {"graph": spec.name, "family": spec.family, "cluster": cluster, "seed": seed,
@@ -113,11 +124,13 @@ def load_records() -> list[dict]:
 
 
 def run(seeds: list[int], log) -> None:
-    """Every missing case of ``seeds``, and the shipped policy's columns of every record
-    (of any seed) another policy file made (each record rewritten in place, atomically: one
-    writer at a time)."""
+    """Every missing case of ``seeds``; the shipped policy's columns of every record (of any
+    seed) another policy file made, and both networks' of every record made with other
+    fine-tuning settings (each record rewritten in place, atomically: one writer at a
+    time)."""
     import torch
     from datasets.outside import OUTSIDE, check_outside
+    from finetune.study import FINETUNE_TAG
     from gplace.gnn.placer import SHIPPED
     from gplace.io import atomic_write_text
     from pretrain.domains import _commit, policy_digest
@@ -132,11 +145,14 @@ def run(seeds: list[int], log) -> None:
                                              if (g, c) == (spec.name, cluster)}):
                 key = (spec.name, cluster, seed)
                 old = next((r for r in load_records() if case_of(r) == key), None)
-                if old is not None and old.get("policy") == digest:
+                columns = ("all" if old is None else
+                           "finetune" if old.get("finetune") != FINETUNE_TAG else
+                           "shipped" if old.get("policy") != digest else None)
+                if columns is None:
                     continue
                 path = path or graph_file(spec, log)
                 t0 = time.perf_counter()
-                new = evaluate(spec, path, cluster, seed, shipped_only=old is not None)
+                new = evaluate(spec, path, cluster, seed, columns)
                 rec = {**(old or {}), **new, "commit": _commit(),
                        "wall_s": round(time.perf_counter() - t0, 1)}
                 if old is not None:  # the case's first run keeps its commit and time
@@ -269,7 +285,7 @@ def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
         t0 = time.perf_counter()
         path = graph_file(specs[old["graph"]], log)
         done.append({**old, **evaluate(specs[old["graph"]], path, old["cluster"], old["seed"],
-                                       shipped_only=True, policy=policy)})
+                                       "shipped", policy=policy)})
         atomic_write_text(mine, "".join(json.dumps(r) + "\n" for r in done))
         r = done[-1]
         print(f"outside: {policy}: {case_of(r)}: zero-shot / best heuristic "

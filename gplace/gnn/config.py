@@ -183,6 +183,11 @@ class FinetuneConfig:
                                  # validation split (finetune/HISTORY.md)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
+    local_screen: int = 16       # each round's local moves: this many times as many drawn,
+                                 # the distinct ones of lowest dispatch-order estimate measured
+                                 # (gplace.gnn.replay; nothing measured to rank them; 1: every
+                                 # drawn move measured). 16 chosen on the validation split
+                                 # (finetune/HISTORY.md)
 
 
 def field_help(cls) -> dict[str, str]:

@@ -14,7 +14,9 @@ budget in rounds through the budget-counting Tracker; each round splits its samp
   applied, and
 - local moves of the best placement so far: one unit, or a chain of it and its
   heaviest-traffic neighbours, moved to a device drawn from the policy's decision
-  probabilities along that placement, mixed with uniform.
+  probabilities along that placement, mixed with uniform; ``local_screen`` times as many are
+  drawn, and the distinct ones with the lowest dispatch-order makespan estimate are measured
+  (gplace.gnn.replay: each replay resumed where the move departs; nothing measured to rank).
 The local share ramps from ``local_start`` to ``local_fraction`` over ``local_ramp`` samples.
 The elite set starts with the zero-shot placement and the seeds (the cheap heuristics), so the
 result is never slower than the best of them.
@@ -34,6 +36,7 @@ from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.infer import NO_SHIPPED, SHIPPED, policy_weights, zero_shot
 from gplace.gnn.learn import ProblemState, decision_logp, loss_and_logp, sample, tempered
 from gplace.gnn.policy import GNNPolicy
+from gplace.gnn.replay import NearReplays
 from gplace.gnn.schedule import chain_of, heaviest_neighbour
 from gplace.placers.base import Measurer, PlaceResult, Tracker, register
 from gplace.problem import PlacementProblem
@@ -90,6 +93,7 @@ class GNNPlacer:
         # torch.optim's Adam, step for step, without importing torch._dynamo (gplace.gnn.adam)
         opt = Adam(policy.param_groups(cfg.lr, cfg.w0_lr_scale)) if budget else None
         rng = np.random.default_rng(self.seed)
+        screen = _Screen(state.sched)
         rounds = 0
         while tracker.left > 0:
             n = min(cfg.samples, tracker.left)
@@ -100,7 +104,7 @@ class GNNPlacer:
                 batch = sample(policy, state, n - n_local, self.seed * 100_003 + rounds,
                                tracker.evaluate, cfg.temperature, old_logp=False)
             if n_local and tracker.left > 0:
-                self._local_moves(policy, state, tracker, n_local, rng)
+                self._local_moves(policy, state, tracker, n_local, rng, screen)
             for _ in range(cfg.ppo_epochs):
                 opt.zero_grad()
                 total, logp = loss_and_logp(policy, state, batch, cfg)
@@ -114,8 +118,10 @@ class GNNPlacer:
         return tracker.result("gnn", zero, zero_shot_step_time_s=zero_time,
                               start_step_time_s=start_time, zero_shot_placement=zero)
 
-    def _local_moves(self, policy, state: ProblemState, tracker: Tracker, count: int, rng) -> None:
-        """``count`` independent moves of the best placement (see the module docstring)."""
+    def _local_moves(self, policy, state: ProblemState, tracker: Tracker, count: int, rng,
+                     screen: _Screen) -> None:
+        """``count`` independent moves of the best placement, the best ``local_screen``-th of
+        those drawn by the estimate (see the module docstring)."""
         best = state.elites[0]
         with torch.no_grad():
             scores = tempered(policy(state.features), self.config.learn.temperature)
@@ -124,14 +130,17 @@ class GNNPlacer:
         mix = self.config.policy_mix
         q = mix * probs + (1 - mix) / probs.shape[1]
         heaviest = _heaviest_neighbour(state)
-        cands = np.repeat(best.placement[None], count, axis=0)
-        for row, u in enumerate(rng.integers(0, best.placement.shape[0], count)):
+        drawn = count * max(1, self.config.local_screen)
+        cands = np.repeat(best.placement[None], drawn, axis=0)
+        for row, u in enumerate(rng.integers(0, best.placement.shape[0], drawn)):
             w = q[u].copy()
             w[best.placement[u]] = 0.0
             if w.sum() <= 0:
                 continue
             moved = chain_of(u, heaviest, rng, self.config.chain_moves)
             cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
+        if drawn > count:
+            cands = screen.lowest(best.placement, cands, count)
         m = tracker.evaluate(cands)
         state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible, m.low_s, m.high_s)
 
@@ -143,6 +152,26 @@ class GNNPlacer:
         if c.local_ramp <= 0:
             return c.local_fraction
         return c.local_start + (c.local_fraction - c.local_start) * min(1.0, used / c.local_ramp)
+
+
+class _Screen:
+    """Ranks moves of one placement by the dispatch-order makespan estimate (NearReplays of
+    that placement, kept while it stays the best)."""
+
+    def __init__(self, sched):
+        self.sched, self.near = sched, None
+
+    def lowest(self, base: np.ndarray, cands: np.ndarray, count: int) -> np.ndarray:
+        """The at most ``count`` distinct rows of ``cands`` that differ from ``base``, lowest
+        estimate first (ties: the rows' order in np.unique)."""
+        if self.near is None:
+            self.near = NearReplays(self.sched, base)
+        elif not np.array_equal(self.near.base, base):
+            self.near = self.near.rebased(base)
+        rows, first = np.unique(cands, axis=0, return_index=True)
+        first = first[(rows != base).any(axis=1)]
+        est = self.near.estimates(cands[first])
+        return cands[first[np.argsort(est, kind="stable")[:count]]]
 
 
 def _heaviest_neighbour(state: ProblemState) -> np.ndarray:

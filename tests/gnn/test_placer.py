@@ -128,3 +128,51 @@ def test_an_expert_search_keeps_its_rule_whatever_the_defaults(monkeypatch):
     assert seen == [EXPERT_RULE] and not EXPERT_RULE.zero_shot_prior
     assert FinetuneConfig().zero_shot_prior  # the default differs, so this test can fail
 
+
+
+def test_the_screen_keeps_the_distinct_moves_of_lowest_estimate():
+    """_Screen.lowest: rows that differ from the base, no duplicates, lowest dispatch-order
+    estimate first (each checked against a whole ESTIMATE replay), at most ``count``."""
+    from gplace.gnn.decision import ESTIMATE
+    from gplace.gnn.placer import _Screen
+    from gplace.gnn.schedule import DYN_FEATURES, build_sched, rollout
+    p, _ = setup(4)
+    sched = build_sched(p, dispatch=True)
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, p.num_devices, p.num_units)
+    cands = np.repeat(base[None], 40, axis=0)
+    for row in range(30):  # 10 rows stay the base; moves repeat
+        u = rng.integers(0, 6)
+        cands[row, u] = (base[u] + 1 + rng.integers(0, p.num_devices - 1)) % p.num_devices
+    zero = np.zeros((p.num_units, p.num_devices), np.float32)
+    w = np.zeros((p.num_units, DYN_FEATURES), np.float32)
+
+    def whole(rows):
+        return rollout(sched, zero, w, ESTIMATE, forced=rows).estimate_s
+
+    screen = _Screen(sched)
+    kept = screen.lowest(base, cands, 5)
+    distinct = np.unique(cands[(cands != base).any(axis=1)], axis=0)
+    assert len(kept) == min(5, len(distinct)) and len(distinct) > 5
+    assert (kept != base).any(axis=1).all() and len(np.unique(kept, axis=0)) == len(kept)
+    est = whole(kept)
+    assert (np.diff(est) >= 0).all()
+    assert est[-1] <= np.sort(whole(distinct))[len(kept) - 1] * (1 + 1e-12)
+    moved = kept[0].copy()  # a new base: the screen replays near it
+    assert np.array_equal(screen.lowest(moved, np.stack([moved, base]), 3), base[None])
+
+
+def test_screened_local_moves_cost_no_samples_and_keep_the_budget():
+    """With the screen, the budget is still spent exactly and the result is deterministic;
+    local_screen 1 draws differently from 16 (the screen changes what is measured)."""
+    p, policy = setup(5, "hetero")
+    runs = {}
+    for screen in (1, 16, 16):
+        m = Counting(p)
+        cfg = FinetuneConfig(local_screen=screen)
+        r = GNNPlacer(seed=1, policy=policy, config=cfg).place(p, m, 60)
+        assert r.samples == 60 and m.calls == 60 + 1
+        runs.setdefault(screen, []).append((r.placement, r.history.step_time_s))
+    (a, ta), (b, tb) = runs[16]
+    assert np.array_equal(a, b) and np.array_equal(ta, tb)
+    assert not np.array_equal(runs[1][0][1], ta)
