@@ -21,7 +21,9 @@ CLUSTERS, at full granularity as ``gplace place`` builds the problem, seeds SEED
   columns existed gain them on the next run.
 
 A run also recomputes the shipped policy's columns (SHIPPED_COLUMNS) of every record another
-shipped policy file made (``shipped_policy``, the start of its SHA-256), and only those.
+shipped policy file made (``shipped_policy``, the start of its SHA-256), and only those; and
+every network's columns (NETWORK_COLUMNS) of every linear record made with other fine-tuning
+settings (``finetune``: finetune.study.FINETUNE_TAG), keeping the heuristics and local searches.
 
 ``--head-hidden H`` runs the same protocol with the policy's state head (GNNPolicy
 head_hidden; the ablation of the linear decision rule), as the variant "head H";
@@ -232,7 +234,7 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
             t0 = time.perf_counter()
             rec = {"key": key, "domain": domain, "steps": steps,
                    "variant": variant.name, "commit": _commit(), "policy": policy_digest(policy),
-                   "shipped_policy": policy_digest(SHIPPED),
+                   "shipped_policy": policy_digest(SHIPPED), "finetune": finetune_tag(),
                    **evaluate(row, cluster, seed, policy)}
             rec["wall_s"] = round(time.perf_counter() - t0, 1)
             append_record(rec)
@@ -296,6 +298,50 @@ def refresh_shipped(log) -> None:
         atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
         print(f"domains: {key}: shipped zero-shot {new['shipped zero-shot'] * 1e3:.3f} ms, "
               f"ft 100 {new['shipped ft 100'] * 1e3:.3f} ms", file=log, flush=True)
+
+
+NETWORK_COLUMNS = tuple(f"{net} {c}" for net in ("held-out", "untrained", "shipped")
+                        for c in ("zero-shot", "ft 100")) + SEARCH[2:]
+
+
+def finetune_tag() -> str:
+    from finetune.study import FINETUNE_TAG
+    return FINETUNE_TAG
+
+
+def refresh_finetune(log) -> None:
+    """NETWORK_COLUMNS of every linear record made with other fine-tuning settings (its
+    ``finetune``; a record without one predates it), by the held-out policy that made it (its
+    ``policy`` digest; a record whose policy file is gone or changed is left, with a line
+    saying so), its untrained network and the shipped policy. One writer at a time."""
+    from finetune.study import build_case, with_heuristics, without_heuristics
+    from gplace.gnn.corpus import list_corpus
+    from gplace.gnn.placer import SHIPPED
+    from gplace.io import atomic_write_text
+    tag = finetune_tag()
+    entries = {e.name: e for e in list_corpus(CORPUS)}
+    for key in [r["key"] for r in load_records(RECORDS)
+                if r["variant"] == "linear" and r.get("finetune") != tag]:
+        record = next(r for r in load_records(RECORDS) if r["key"] == key)
+        policy = run_folder(record["domain"], Variant()) / "policy.pt"
+        if not policy.exists() or policy_digest(policy) != record["policy"]:
+            print(f"domains: {key}: its held-out policy {policy} is gone or changed; delete "
+                  "its line to rerun it", file=log, flush=True)
+            continue
+        t0 = time.perf_counter()
+        problem, m, heur, _ = build_case(entries[record["graph"]], record["cluster"])
+        seed, new = record["seed"], {}
+        for net_tag, net in networks(policy, seed).items():
+            new.update(without_heuristics(problem, m, net, seed, f"{net_tag} "))
+            if net_tag != "shipped":
+                new.update(with_heuristics(problem, m, heur, net, seed, f"{net_tag} "))
+        new.update(finetune=tag, finetune_commit=_commit(), shipped_policy=policy_digest(SHIPPED),
+                   finetune_wall_s=round(time.perf_counter() - t0, 1))
+        records = [{**r, **new} if r["key"] == key else r for r in _raw_records()]
+        atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
+        print(f"domains: {key}: held-out/untrained ft 100 "
+              f"{new['held-out ft 100'] / new['untrained ft 100']:.3f} "
+              f"({new['finetune_wall_s']:.0f} s)", file=log, flush=True)
 
 
 def _raw_records() -> list[dict]:
@@ -505,7 +551,8 @@ def search_section(linear: list[dict]) -> str:
         return ("Local search (hill climbing and annealing from the best heuristic) was not run "
                 "on these cases.")
     at_most = sum(r["held-out ft 300 +h"] <= local_search(r) for r in rs)
-    commits = ", ".join(sorted({r["search_commit"] for r in rs}))
+    commits = ", ".join(sorted({r["search_commit"] for r in rs}
+                               | {r["finetune_commit"] for r in rs if "finetune_commit" in r}))
     return f"""
 ## Against local search
 
@@ -522,7 +569,8 @@ of the two searches on {at_most} of {len(rs)} cases. {len(rs)} cases, code at co
 
 def commits_of(records: list[dict]) -> str:
     return ", ".join(sorted({r.get("commit", RECORDS_COMMIT) for r in records}
-                            | {r["shipped_commit"] for r in records if "shipped_commit" in r}))
+                            | {r[k] for r in records for k in ("shipped_commit", "finetune_commit")
+                               if k in r}))
 
 
 def gain(records: list[dict], column: str) -> float:
@@ -687,6 +735,7 @@ def main(argv=None) -> int:
     if not args.page_only:
         variant = Variant(args.head_hidden, args.corpus, args.type_channels, args.train_orders)
         run(args.domains, args.steps, variant, sys.stderr)
+        refresh_finetune(sys.stderr)
         refresh_shipped(sys.stderr)
     write_page(load_records())
     return 0
