@@ -17,8 +17,8 @@ granularity (finetune/results_test.csv's cases, the problems finetune/study.py b
 simple and the tight bound against ``ft 300 +h`` there. And the pretraining ablation where
 the optimum is known (ABLATION): 100 fine-tuning samples without heuristic starts from the
 shipped policy and from the same network untrained, seeds ABLATION_SEEDS, on every small case
-(records made before it, or by another shipped policy file, gain these columns on the next
-run). Every step time is simulated.
+(records made before it, or by another shipped policy file or other fine-tuning settings,
+gain these columns on the next run). Every step time is simulated.
 Records go to finetune/optimality.jsonl one per line as they finish (a rerun skips the ones
 there).
 """
@@ -270,19 +270,23 @@ def ablation(graph, cluster_name: str) -> dict[str, list[float]]:
 
 def add_ablation(log) -> None:
     """ABLATION's columns for the small records that lack them or that another shipped policy
-    file made (``ablation_policy``, the start of its SHA-256; none: made before it was noted);
-    the record file is rewritten (atomically) after each case."""
+    file (``ablation_policy``, the start of its SHA-256; none: made before it was noted) or
+    other fine-tuning settings (``ablation_finetune``: finetune.study.FINETUNE_TAG) made; the
+    record file is rewritten (atomically) after each case."""
+    from finetune.study import FINETUNE_TAG
     from gplace.gnn.placer import SHIPPED
     from pretrain.domains import _commit as commit, policy_digest
     digest = policy_digest(SHIPPED)
     keys = {k for k, r in load_records().items() if k.startswith("small ")
             and r["units"] >= MIN_UNITS
-            and (not all(c in r for c in ABLATION) or r.get("ablation_policy") != digest)}
+            and (not all(c in r for c in ABLATION) or r.get("ablation_policy") != digest
+                 or r.get("ablation_finetune") != FINETUNE_TAG)}
     for key, graph, cluster_name in small_cases(keys, log):
         t0 = time.perf_counter()
         cols = ablation(graph, cluster_name)
         records = load_records()
         records[key].update(cols, ablation_commit=commit(), ablation_policy=digest,
+                            ablation_finetune=FINETUNE_TAG,
                             ablation_wall_s=time.perf_counter() - t0)
         rewrite_records(records)
         print(f"{key}: ft 100 pretrained / untrained "
@@ -615,7 +619,8 @@ def main(argv=None) -> int:
     ap.add_argument("--refresh-place", action="store_true",
                     help="rerun only gplace place's columns of the small cases not made by this "
                          "commit (after a change to the policy or its rules) and the ablation's "
-                         "of those another shipped policy made, then the page")
+                         "of those another shipped policy or other fine-tuning settings made, "
+                         "then the page")
     args = ap.parse_args(argv)
     if args.refresh_place:
         import torch
