@@ -18,7 +18,9 @@ specialization did not see, on CLUSTERS, for SEEDS: the best heuristic, and zero
 Records go to pretrain/specialize.jsonl, the page to pretrain/SPECIALIZE.md. Every step time is
 simulated. The records and the specialized policy name the shipped policy file they start from
 (``shipped_policy``, the start of its SHA-256); when it changes, a run specializes it again and
-replaces them.
+replaces them. Records made with other fine-tuning settings (``finetune``:
+finetune.study.FINETUNE_TAG) are replaced too (the specialized policy is kept: its expert
+searches have a rule of their own, gplace.gnn.experts.EXPERT_RULE).
 """
 
 from __future__ import annotations
@@ -107,7 +109,7 @@ def specialize(steps: int, log) -> tuple[Path, float]:
 
 def run(steps: int, log) -> None:
     import torch
-    from finetune.study import build_case
+    from finetune.study import FINETUNE_TAG, build_case
     from gplace.gnn.corpus import list_corpus
     from gplace.gnn.placer import GNNPlacer, load_policy
     from gplace.gnn.placer import SHIPPED
@@ -115,8 +117,9 @@ def run(steps: int, log) -> None:
     from pretrain.domains import policy_digest
     torch.set_num_threads(1)
     digest = policy_digest(SHIPPED)
-    kept = [r for r in load_records() if r.get("shipped_policy") == digest]
-    if RECORDS.exists() and len(kept) < len(load_records()):  # made from another shipped policy
+    kept = [r for r in load_records()
+            if r.get("shipped_policy") == digest and r.get("finetune") == FINETUNE_TAG]
+    if RECORDS.exists() and len(kept) < len(load_records()):  # another policy or settings
         atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in kept))
     done = {r["key"] for r in kept}
     todo = [(g, c, s) for g in HELD_OUT for c in CLUSTERS for s in SEEDS
@@ -135,7 +138,7 @@ def run(steps: int, log) -> None:
         problem, m, heur, bound = build_case(entries[graph], cluster)
         rec = {"key": f"{graph} {cluster} {seed}", "graph": graph, "cluster": cluster,
                "seed": seed, "units": problem.num_units, "steps": steps, "shipped_policy": digest,
-               **vals,
+               "finetune": FINETUNE_TAG, **vals,
                "pretrain_minutes": minutes, "mine": len(MINE),
                "profile_minutes": (float(PROFILE_MINUTES.read_text())
                                    if PROFILE_MINUTES.exists() else None),
