@@ -140,7 +140,10 @@ class GNNPlacer:
             moved = chain_of(u, heaviest, rng, self.config.chain_moves)
             cands[row, moved] = rng.choice(w.shape[0], p=w / w.sum())
         if drawn > count:
-            cands = screen.lowest(best.placement, cands, count)
+            screened = screen.lowest(best.placement, cands, count)
+            # none left (one device, or every move measured): the drawn ones, so that the
+            # budget is still spent
+            cands = screened if len(screened) else cands[:count]
         m = tracker.evaluate(cands)
         state.offer(cands[: len(m.step_time_s)], m.step_time_s, m.feasible, m.low_s, m.high_s)
 
@@ -156,22 +159,35 @@ class GNNPlacer:
 
 class _Screen:
     """Ranks moves of one placement by the dispatch-order makespan estimate (NearReplays of
-    that placement, kept while it stays the best)."""
+    that placement, kept while it stays the best), leaving out the moves it has already
+    handed out from that placement."""
 
     def __init__(self, sched):
-        self.sched, self.near = sched, None
+        self.sched, self.near, self.handed = sched, None, set()
 
     def lowest(self, base: np.ndarray, cands: np.ndarray, count: int) -> np.ndarray:
-        """The at most ``count`` distinct rows of ``cands`` that differ from ``base``, lowest
-        estimate first (ties: the rows' order in np.unique)."""
+        """At most ``count`` distinct rows of ``cands`` that differ from ``base`` and were not
+        handed out before from it: those whose groups fit every device's memory (the groups'
+        memory estimate, ``sched.need``, against ``sched.capacity``) first, each set by lowest
+        estimate (ties: the rows' order in np.unique)."""
         if self.near is None:
             self.near = NearReplays(self.sched, base)
         elif not np.array_equal(self.near.base, base):
-            self.near = self.near.rebased(base)
+            self.near, self.handed = self.near.rebased(base), set()
         rows, first = np.unique(cands, axis=0, return_index=True)
         first = first[(rows != base).any(axis=1)]
+        first = first[[cands[i].tobytes() not in self.handed for i in first]]
+        if first.size == 0:
+            return cands[:0]
         est = self.near.estimates(cands[first])
-        return cands[first[np.argsort(est, kind="stable")[:count]]]
+        nd, rows = self.sched.num_devices, cands[first]
+        slot = (np.arange(first.size)[:, None] * nd + rows).ravel()
+        used = np.bincount(slot, weights=np.tile(self.sched.need, first.size),
+                           minlength=first.size * nd).reshape(first.size, nd)
+        fits = (used <= self.sched.capacity).all(axis=1)
+        picked = cands[first[np.lexsort((est, ~fits))[:count]]]
+        self.handed.update(row.tobytes() for row in picked)
+        return picked
 
 
 def _heaviest_neighbour(state: ProblemState) -> np.ndarray:

@@ -158,8 +158,59 @@ def test_the_screen_keeps_the_distinct_moves_of_lowest_estimate():
     est = whole(kept)
     assert (np.diff(est) >= 0).all()
     assert est[-1] <= np.sort(whole(distinct))[len(kept) - 1] * (1 + 1e-12)
-    moved = kept[0].copy()  # a new base: the screen replays near it
-    assert np.array_equal(screen.lowest(moved, np.stack([moved, base]), 3), base[None])
+    # asked again from the same base: what it handed out is left out
+    again = screen.lowest(base, cands, 5)
+    assert not {r.tobytes() for r in again} & {r.tobytes() for r in kept}
+    # a new base: the screen replays near it, and the earlier moves may come back
+    moved = kept[0].copy()
+    back = screen.lowest(moved, cands, 50)
+    assert np.array_equal(screen.near.base, moved) and len(back) == len(distinct)
+    assert (np.diff(whole(back[~(back == moved).all(axis=1)])) >= 0).all()
+
+
+def test_the_screen_puts_moves_that_overfill_a_device_last():
+    from gplace.gnn.placer import _Screen
+    from gplace.gnn.schedule import build_sched
+    p, _ = setup(6)
+    sched = build_sched(p, dispatch=True)
+    base = np.zeros(p.num_units, np.int64)
+    cands = np.repeat(base[None], 3, axis=0)
+    cands[0, :] = 1  # everything on device 1
+    cands[1, 0] = 2
+    cands[2, 1] = 3
+    capacity = np.full(p.num_devices, sched.need.sum())
+    capacity[1] *= 0.5  # device 1 cannot hold everything
+    tight = sched._replace(capacity=capacity)
+    order = _Screen(tight).lowest(base, cands, 3)
+    assert (order[-1] == 1).all()  # the move that does not fit is measured last
+    assert not (order[:2] == 1).all(axis=1).any()
+
+
+def test_local_screen_one_draws_and_measures_as_before(monkeypatch):
+    """local_screen 1 (the expert searches' rule): no screen, the drawn moves measured as
+    drawn, so cached experts stay what they were."""
+    from gplace.gnn import placer as placer_module
+
+    def no_screen(*args):
+        raise AssertionError("the screen ran")
+
+    monkeypatch.setattr(placer_module._Screen, "lowest", no_screen)
+    p, policy = setup(5, "hetero")
+    r = GNNPlacer(seed=1, policy=policy, config=FinetuneConfig(local_screen=1)).place(
+        p, SimMeasurer(p), 60)
+    assert r.samples == 60
+
+
+def test_the_budget_is_spent_where_no_move_is_left():
+    """One device: every drawn move is the best placement itself, so the screen hands out
+    nothing; the drawn ones are measured and the run ends."""
+    from gplace.cluster import Cluster
+    torch.manual_seed(0)
+    one = Cluster("one", load_cluster("post-4gpu").devices[:1])
+    p = PlacementProblem.build(random_dag(RandomDagConfig(ops=30), 0), one)
+    r = GNNPlacer(seed=0, policy=GNNPolicy(hidden_channels=8, num_layers=1)).place(
+        p, SimMeasurer(p), 100)
+    assert r.samples == 100
 
 
 def test_screened_local_moves_cost_no_samples_and_keep_the_budget():
