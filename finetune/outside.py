@@ -97,10 +97,9 @@ def evaluate(spec, path: Path, cluster: str, seed: int, columns: str = "all",
     shipped = load_policy(policy)[0]
     rec = {**without_heuristics(problem, m, shipped, seed),
            **with_heuristics(problem, m, heur, shipped, seed),
-           "policy": policy_digest(policy or SHIPPED)}
+           "policy": policy_digest(policy or SHIPPED), "finetune": FINETUNE_TAG}
     if columns == "shipped":
         return rec
-    rec["finetune"] = FINETUNE_TAG
     if columns == "finetune":
         untrained = fresh_network(shipped, seed)
         return {**rec, **without_heuristics(problem, m, untrained, seed, "untrained "),
@@ -268,15 +267,18 @@ def case_of(record: dict) -> tuple[str, str, int]:
 
 def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
     """The records of ``seeds`` with the shipped policy's columns placed by ``policy`` instead
-    (each case once, kept in runs/outside/policy-<digest>.jsonl to resume)."""
+    (each case once, kept in runs/outside/policy-<digest>.jsonl to resume; those placed with
+    other fine-tuning settings again)."""
     import torch
     from datasets.outside import OUTSIDE
+    from finetune.study import FINETUNE_TAG
     from gplace.io import atomic_write_text
     from pretrain.domains import policy_digest
     torch.set_num_threads(1)
     mine = RUNS / f"policy-{policy_digest(policy)}.jsonl"
     done = ([json.loads(line) for line in mine.read_text().splitlines() if line.strip()]
             if mine.exists() else [])
+    done = [r for r in done if r.get("finetune") == FINETUNE_TAG]
     have = {case_of(r) for r in done}
     specs = {s.name: s for s in OUTSIDE}
     for old in load_records():
