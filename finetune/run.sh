@@ -5,6 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 CKPT=${CKPT:-gplace/checkpoints/policy.pt}
+# ASSEMBLE_ONLY=1: the bars and the page from the records as they are (after pretrain.headroom).
+if [ -z "${ASSEMBLE_ONLY:-}" ]; then
 # Zero-shot (no samples) on every test and validation graph x post-4gpu, hetero, hdp-8gpu.
 $PY -m finetune.study --mode zero-shot --split test --checkpoint "$CKPT" --out finetune
 $PY -m finetune.study --mode zero-shot --split validation --checkpoint "$CKPT" --out finetune
@@ -32,6 +34,7 @@ wait $A
 $PY -m finetune.study --split validation --out finetune \
     --from-csv finetune/shards/a/results_validation.csv finetune/shards/b/results_validation.csv
 rm -rf finetune/shards
+fi
 # The pretraining bars from these records and the committed ones of pretrain/ and finetune/.
 $PY -m finetune.bars > /dev/null
 {

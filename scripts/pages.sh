@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rebuilds every results page that shows the shipped policy (gplace/checkpoints/policy.pt), after
-# a new one is shipped. Each study's records name the policy file that made them (the start of
-# its SHA-256), and only the columns of another file are recomputed: the ablations, searches,
+# a new one is shipped or fine-tuning's settings (FinetuneConfig's defaults) change. Each study's
+# records name the policy file and the settings that made them (the start of its SHA-256;
+# finetune.study.FINETUNE_TAG), and only the columns they made are recomputed: the searches,
 # bounds and exact solutions stay. Every step time is simulated (estimates). Run after
 # scripts/setup.sh; each step resumes where it stopped.
 set -euo pipefail
@@ -14,3 +15,4 @@ nice $PY -m pretrain.specialize                   # pretrain/SPECIALIZE.md
 nice $PY finetune/pytorch_study.py --finetune 100 --seeds 0   # finetune/PYTORCH.md
 bash finetune/run.sh                              # finetune/RESULTS.md and its bars
 $PY -m pretrain.headroom --page-only              # pretrain/HEADROOM.md from the new records
+ASSEMBLE_ONLY=1 bash finetune/run.sh              # the bars again, with HEADROOM's new floors
