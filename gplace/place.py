@@ -114,27 +114,31 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
           seed: int = 0, progress: bool = True, log=sys.stderr,
           allow_unsafe: bool = False, loss: str | None = None, cost_model=None,
-          polish: int | None = None, **torch_options) -> PlacementResult:
+          polish: int | None = None, screen: int | None = None,
+          **torch_options) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
     ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
     the op a real step runs (default: gplace.real.measurer.step_op's choice); ``cost_model``:
     the op costs (a gplace.cost.CostModel; default: the profile beside a model file, else
     estimates, ``cost_model_for``); ``polish``: zero-shot's estimate replays
-    (FinetuneConfig.zero_shot_polish; None: its default), ignored for a GNNPlacer ``checkpoint``;
-    ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
+    (FinetuneConfig.zero_shot_polish; None: its default) and ``screen``: fine-tuning's moves drawn
+    per move measured (FinetuneConfig.local_screen; None: its default), both ignored for a
+    GNNPlacer ``checkpoint``; ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
-    from gplace.cli.checks import MAX_SAMPLES
+    from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN
     if not 0 <= finetune <= MAX_SAMPLES:
         raise ConfigError(f"finetune = {finetune} must be in [0, {MAX_SAMPLES:,}]")
     if not 0 <= seed < 2**32:  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
         raise ConfigError(f"seed = {seed} must be in [0, 2**32)")
     if polish is not None and not 0 <= polish <= MAX_SAMPLES:
         raise ConfigError(f"polish = {polish} must be in [0, {MAX_SAMPLES:,}]")
+    if screen is not None and not 1 <= screen <= MAX_SCREEN:
+        raise ConfigError(f"screen = {screen} must be in [1, {MAX_SCREEN}]")
     graph = model if isinstance(model, OpGraph) else load_graph(model, **torch_options)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
-    placer = _placer(checkpoint, seed, finetune, measure, polish)
+    placer = _placer(checkpoint, seed, finetune, measure, polish, screen)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model or cost_model_for(model))
@@ -162,13 +166,17 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
 
 
-def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None):
+def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None,
+            screen: int | None = None):
     """The learned placer: without fine-tuning on the simulator, the policy's numpy forward
-    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer). ``polish``: its
-    FinetuneConfig.zero_shot_polish (None: the default)."""
+    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer). ``polish`` and ``screen``:
+    its FinetuneConfig.zero_shot_polish and local_screen (None: the default)."""
     from gplace.gnn.config import FinetuneConfig
-    config = FinetuneConfig() if polish is None else replace(FinetuneConfig(),
-                                                              zero_shot_polish=polish)
+    config = FinetuneConfig()
+    if polish is not None:
+        config = replace(config, zero_shot_polish=polish)
+    if screen is not None:
+        config = replace(config, local_screen=screen)
     if checkpoint is None or isinstance(checkpoint, (str, Path)):
         if finetune == 0 and measure == "sim":
             from gplace.gnn.infer import ZeroShotPlacer

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from gplace.errors import GplaceError
+from gplace.errors import ConfigError, GplaceError
 from gplace.gnn.policy import GNNPolicy
 from tests.tf_run import run_orig_and_placed
 
@@ -153,4 +153,28 @@ def test_polish_sets_zero_shots_estimate_replays(tmp_path):
     assert not np.array_equal(polished.finetune.info["zero_shot_placement"], expected)
     run = subprocess.run([sys.executable, "-m", "gplace", "place", str(EXAMPLE), "--polish",
                           "-1", "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    assert run.returncode == 2 and "out of range" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_screen_sets_finetunings_moves_drawn_per_move_measured(tmp_path, monkeypatch):
+    """``screen`` reaches the fine-tuning placer's config (the default where it is None); 0 is
+    one clear line from the command, and out of range from the function."""
+    from gplace.gnn import placer as placer_module
+    from gplace.gnn.config import FinetuneConfig
+    from gplace.place import place
+    seen = []
+    real_init = placer_module.GNNPlacer.__init__
+
+    def spy(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        seen.append(self.config.local_screen)
+
+    monkeypatch.setattr(placer_module.GNNPlacer, "__init__", spy)
+    for screen in (1, None):
+        place(EXAMPLE, cluster="post-4gpu", finetune=4, screen=screen, progress=False)
+    assert seen == [1, FinetuneConfig().local_screen] and seen[1] > 1
+    with pytest.raises(ConfigError, match="screen"):
+        place(EXAMPLE, cluster="post-4gpu", finetune=4, screen=0, progress=False)
+    run = subprocess.run([sys.executable, "-m", "gplace", "place", str(EXAMPLE), "--screen",
+                          "0", "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert run.returncode == 2 and "out of range" in run.stderr and "Traceback" not in run.stderr

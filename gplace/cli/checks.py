@@ -20,6 +20,7 @@ from gplace.errors import ConfigError, GraphError
 SEED_LIMIT = 2**32
 MIN_FREE_BYTES = 16 << 20  # what `place` writes: a few MB of figures, traces and the graph
 MAX_SAMPLES = 10**6  # placements one run measures (--finetune, bench --budget); Post used 2,400
+MAX_SCREEN = 1000  # fine-tuning's moves drawn per move measured (--screen)
 MAX_BATCH = 10**5    # placements `simulate --random` holds in memory and simulates at once
 MAX_SEEDS = 1000     # bench --seeds
 MAX_BATCH_BYTES = 1 << 30  # placements and results of one simulated batch

@@ -31,6 +31,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    default=None, metavar="N",
                    help="zero-shot's hill climbing on the list schedule's estimate: N replays, "
                         "nothing measured (default 1600; 0: none, faster on large graphs)")
+    p.add_argument("--screen", type=checks.count(1, checks.MAX_SCREEN, "moves drawn"),
+                   default=None, metavar="N",
+                   help="fine-tuning: each move measured is the best of N drawn by the list "
+                        "schedule's estimate (default 16; 1: every drawn move measured, faster)")
     p.add_argument("--measure", choices=("sim", "real"), default="sim",
                    help="measure placements with the simulator (default) or on the devices")
     p.add_argument("--memory-limit", type=checks.memory_limit, default=None, metavar="SIZE",
@@ -84,7 +88,7 @@ def run(args) -> int:
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
-                   loss=args.loss, polish=args.polish,
+                   loss=args.loss, polish=args.polish, screen=args.screen,
                    **torch_options(args))
     exact = refine_exact(result, args.optimal) if args.optimal is not None else None
     try:
