@@ -123,7 +123,8 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     estimates, ``cost_model_for``); ``polish``: zero-shot's estimate replays
     (FinetuneConfig.zero_shot_polish; None: its default) and ``screen``: fine-tuning's moves drawn
     per move measured (FinetuneConfig.local_screen; None: its default), both ignored for a
-    GNNPlacer ``checkpoint``; ``torch_options`` (``optimizer``, ``trust``) go to the import of a ``.pt2`` program."""
+    GNNPlacer ``checkpoint``; ``torch_options`` (``optimizer``, ``trust``) go to the import of
+    a ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN

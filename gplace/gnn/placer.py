@@ -174,18 +174,17 @@ class _Screen:
             self.near = NearReplays(self.sched, base)
         elif not np.array_equal(self.near.base, base):
             self.near, self.handed = self.near.rebased(base), set()
-        rows, first = np.unique(cands, axis=0, return_index=True)
-        first = first[(rows != base).any(axis=1)]
-        first = first[[cands[i].tobytes() not in self.handed for i in first]]
-        if first.size == 0:
-            return cands[:0]
-        est = self.near.estimates(cands[first])
-        nd, rows = self.sched.num_devices, cands[first]
-        slot = (np.arange(first.size)[:, None] * nd + rows).ravel()
-        used = np.bincount(slot, weights=np.tile(self.sched.need, first.size),
-                           minlength=first.size * nd).reshape(first.size, nd)
+        rows = np.unique(cands, axis=0)
+        rows = rows[(rows != base).any(axis=1)
+                    & np.array([r.tobytes() not in self.handed for r in rows], np.bool_)]
+        if rows.shape[0] == 0:
+            return rows
+        est = self.near.estimates(rows)
+        nd, k = self.sched.num_devices, rows.shape[0]
+        used = np.bincount((np.arange(k)[:, None] * nd + rows).ravel(),
+                           weights=np.tile(self.sched.need, k), minlength=k * nd).reshape(k, nd)
         fits = (used <= self.sched.capacity).all(axis=1)
-        picked = cands[first[np.lexsort((est, ~fits))[:count]]]
+        picked = rows[np.lexsort((est, ~fits))[:count]]
         self.handed.update(row.tobytes() for row in picked)
         return picked
 
