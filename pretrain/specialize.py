@@ -216,7 +216,11 @@ def write_page(records: list[dict], commit: str) -> None:
                    "shipped ones by construction. Gentler imitation (learning rates down to "
                    "1e-5, both orders, no DAgger) and experts of 1,200 samples validated worse too "
                    "(finetune/HISTORY.md, \"specializing the shipped policy with other imitation "
-                   "settings\"). ")
+                   "settings\"). Longer imitation (2,000 steps) and a held-out graph of the "
+                   "folder as validation both wrote policies that validated better and placed "
+                   "the held-out nmt graphs below worse (finetune/HISTORY.md, \"specializing on "
+                   "the nmt folder with longer imitation\"): measure a specialized policy on "
+                   "graphs it did not see before using it. ")
     else:
         verdict = (f"The round validated at {r0['round_val']:.4f} against the shipped policy's "
                    f"{r0['start_val']:.4f} (zero-shot / best heuristic on the 12 problems of "
