@@ -219,8 +219,7 @@ def write_page(records: list[dict], commit: str) -> None:
                    "settings\"). Longer imitation (2,000 steps) and a held-out graph of the "
                    "folder as validation both wrote policies that validated better and placed "
                    "the held-out nmt graphs below worse (finetune/HISTORY.md, \"specializing on "
-                   "the nmt folder with longer imitation\"): measure a specialized policy on "
-                   "graphs it did not see before using it. ")
+                   "the nmt folder with longer imitation\"). ")
     else:
         verdict = (f"The round validated at {r0['round_val']:.4f} against the shipped policy's "
                    f"{r0['start_val']:.4f} (zero-shot / best heuristic on the 12 problems of "
@@ -229,7 +228,9 @@ def write_page(records: list[dict], commit: str) -> None:
         "It validated the shipped policy, searched an expert from it for every graph on "
         "post-2gpu, post-4gpu and hetero, then imitated them from the shipped weights: "
         f"**{r0['pretrain_minutes']:.1f} minutes** on this 2-core machine (shared with other "
-        "jobs). " + verdict + "Then on the corpus' nmt graphs, which it did not see "
+        "jobs). " + verdict + "The folder's own figure does not say how a specialized policy "
+        "places graphs it did not see: measure it on some before using it. Then on the "
+        "corpus' nmt graphs, which it did not see "
         f"({', '.join(HELD_OUT)}), on {', '.join(CLUSTERS)} (hdp-8gpu seen by neither "
         f"policy), seeds {', '.join(map(str, SEEDS))}: zero-shot and \"ft 100\" (100 "
         "fine-tuning samples, no heuristic starts). Ratios are geometric means of step times; "
