@@ -20,12 +20,21 @@ device's heap of unplaced ops, keyed the same on that device, so the minimum ove
 max(data ready, lane free) is the minimum over the tops of the heaps. Entries of ops decided
 since are dropped, or moved to their device's heap, when they reach a top.
 
+Transfers: data ready = producer end + latency + bytes / bandwidth, the rank-order rollout's
+model, where no transfer waits for its link. ESTIMATE replays of a placement (every unit's
+device known from the start) may instead book transfers on the links' FIFO channels as the
+simulator sends them (``channel`` given; SchedArrays.contention): when an op ends, one
+transfer to each other device that one of its consumers is placed on, of the largest bytes a
+consumer there reads from it, queued on its channel (:func:`_send`), arriving a latency after. Decision rollouts (features, sampling) keep the model without waits, the one the
+policy was trained on.
+
 What still differs from the simulator:
 
-* transfers: no channel contention (the simulator's FIFO per device pair or shared bus), and
-  a producer's outputs read by one consumer count as one transfer of their summed bytes (the
-  same arrival when the channel is idle); data ready = producer end + latency + bytes /
-  bandwidth, the rank-order rollout's model;
+* transfers: without booking, no channel contention (the simulator's FIFO per device pair or
+  shared bus); with it, channels are booked in the order ops start, not end (the same order
+  on single-lane devices; :func:`_send` fills one gap per channel), and a producer's outputs
+  go to a device as one transfer, of the largest bytes one consumer there reads (the
+  simulator sends each output once per device);
 * receive tasks (links with ``recv_cpu_s``): run on the receiving lane just before their
   consumer, once per producer and device (gplace.gnn.decision.receive_time), where the
   simulator runs one per tensor and device when it arrives;
@@ -53,26 +62,30 @@ WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
 def dispatch_rollout(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, cost,
                      unit_of_op, unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency,
                      inv_bw, recv_s, recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb,
-                     hv, mode, u01, forced, follow, unit_dev, phi, mask):
+                     hv, mode, u01, forced, follow, unit_dev, phi, mask, succ_bytes, succ_rep,
+                     channel, num_channels):
     """gplace.gnn.schedule._rollout's arguments and results, ``order`` replaced by
-    ``position`` and the successors; returns the makespan estimate."""
+    ``position`` and the successors (``succ_bytes``, ``succ_rep``: the out-edges' bytes and
+    repeats); ``channel`` (D, D), the links' channels, books transfers on them (ESTIMATE mode
+    only; no rows: never), ``num_channels`` of them. Returns the makespan estimate."""
     st = dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op, lane_ptr,
-                        latency, inv_bw, any_recv, unit_dev)
+                        latency, inv_bw, any_recv, unit_dev, channel, num_channels)
     makespan, done, _ = dispatch_resume(
         position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, cost, unit_of_op,
         unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency, inv_bw, recv_s,
         recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb, hv, mode, u01, forced,
-        follow, unit_dev, phi, mask, *st, 0.0, 0, 0, -1, np.zeros(0, np.int64))
+        follow, unit_dev, phi, mask, succ_bytes, succ_rep, channel, *st, 0.0, 0, 0, -1,
+        np.zeros(0, np.int64), np.zeros(0, np.int64))
     assert done == cost.shape[0]  # every op ran once (the op graph is acyclic)
     return makespan
 
 
 @njit(cache=True, nogil=True)
 def dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op, lane_ptr,
-                   latency, inv_bw, any_recv, unit_dev):
+                   latency, inv_bw, any_recv, unit_dev, channel, num_channels):
     """The state of a rollout before its first op (every unit unplaced, ``unit_dev`` set to -1):
-    (op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, heaps, size),
-    what :func:`dispatch_resume` continues from."""
+    (op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, arrive,
+    chan_free, heaps, size), what :func:`dispatch_resume` continues from."""
     n, nd = position.shape[0], latency.shape[0]
     op_at = np.empty(n, np.int64)
     for op in range(n):
@@ -86,31 +99,40 @@ def dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op
     state = np.zeros(n, np.int64)
     got = np.zeros((n if any_recv else 0, nd), np.bool_)
     pending = pred_ptr[1:] - pred_ptr[:-1]
+    contend = channel.shape[0] > 0
+    arrive = np.zeros((n if contend else 0, nd))
+    chan_free = np.zeros((num_channels if contend else 0, 3))
     heaps = np.empty((2 * nd, 2 * max(n, 1)), np.int64)  # placed on d: row d; unplaced: nd + d
     size = np.zeros(2 * nd, np.int64)
     for op in range(n):
         if pending[op] == 0:
             _enqueue(op, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
-                     unit_dev[unit_of_op[op]], position, data_ready, state, heaps, size)
-    return op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, heaps, size
+                     unit_dev[unit_of_op[op]], position, data_ready, state, heaps, size, arrive)
+    return (op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, arrive,
+            chan_free, heaps, size)
 
 
 @njit(cache=True, nogil=True)
 def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr, succ_op, cost,
                     unit_of_op, unit_cost, adj_ptr, adj_unit, adj_bytes, lane_ptr, latency,
                     inv_bw, recv_s, recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb,
-                    hv, mode, u01, forced, follow, unit_dev, phi, mask, op_at, finish, op_dev,
-                    lanes, used, load, data_ready, state, got, pending, heaps, size, makespan,
-                    done, decisions, stop, decided):
+                    hv, mode, u01, forced, follow, unit_dev, phi, mask, succ_bytes, succ_rep,
+                    channel, op_at, finish, op_dev, lanes, used, load, data_ready, state, got,
+                    pending, arrive, chan_free, heaps, size, makespan, done, decisions, stop,
+                    decided, touched):
     """Runs the rollout from its state (:func:`dispatch_start`'s arrays, updated in place, and
     ``makespan``, ``done`` ops run, ``decisions`` units placed) to its end, or until the next
     decision would be the ``stop``-th (0-based; -1: never); returns (makespan, done, decisions).
-    Where ``decided`` has an entry per unit it records each unit's decision index. Everything
+    Where ``decided`` has an entry per unit it records each unit's decision index, and
+    ``touched`` the fewest decisions made when a booked transfer read the unit's device
+    (:func:`_send`). Everything
     before a unit's decision is the same whatever that unit's device will be, so a placement
     that differs from another only at units decided from the ``stop``-th on continues from the
     other's state at ``stop`` (gplace.gnn.replay)."""
     nd = latency.shape[0]
     ready, start = np.empty(nd), np.empty(nd)
+    send, send_rep = np.zeros(nd), np.zeros(nd)
+    contend = arrive.shape[0] > 0
     while True:
         k, t = _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at,
                          lanes, lane_ptr)
@@ -148,27 +170,92 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
         makespan = max(makespan, finish[op])
         state[op] = DONE
         done += 1
+        if contend:
+            _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, finish,
+                  latency, inv_bw, channel, arrive, chan_free, send, send_rep, touched,
+                  decisions)
         for e in range(succ_ptr[op], succ_ptr[op + 1]):
             c = succ_op[e]
             pending[c] -= 1
             if pending[c] == 0:
                 _enqueue(c, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
                          inv_bw, unit_dev[unit_of_op[c]], position, data_ready, state, heaps,
-                         size)
+                         size, arrive)
     return makespan, done, decisions
 
 
 @njit(cache=True)
+def _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, finish, latency,
+          inv_bw, channel, arrive, chan_free, send, send_rep, touched, decisions):
+    """Books the transfers of ``op`` (run on ``k``) on their links' FIFO channels when it ends:
+    to each other device a consumer's unit is ``forced`` to, once, the largest bytes a consumer
+    there reads (repeated as a TF1 loop crosses it); ``arrive[op, d]`` is when it reaches d.
+
+    Ops are booked in the order they start, which on a device of several lanes (or a bus that
+    several devices share) is not the order their transfers become ready, as the simulator's
+    FIFO takes them. So each channel keeps (``chan_free[ch]``) its free time, the start of its
+    last booking and the free time before that one: a transfer that fits in that gap goes
+    there, as it would have gone first; any other starts at max(its ready time, free time).
+
+    Where ``touched`` has an entry per unit, it keeps for each consumer's unit the fewest
+    ``decisions`` made when such a booking read its device: a replay resumed from an earlier
+    state books the same (gplace.gnn.replay)."""
+    nd = latency.shape[0]
+    send[:] = 0.0
+    send_rep[:] = 0.0
+    for e in range(succ_ptr[op], succ_ptr[op + 1]):
+        uc = unit_of_op[succ_op[e]]
+        if touched.shape[0] > 0 and touched[uc] > decisions:
+            touched[uc] = decisions
+        d = forced[uc]
+        x = succ_bytes[e] * succ_rep[e]
+        if d != k and x > send[d]:
+            send[d], send_rep[d] = x, succ_rep[e]
+    for d in range(nd):
+        if send[d] > 0.0:
+            ch = channel[k, d]
+            w = send[d] * inv_bw[k, d]
+            begin = max(finish[op], chan_free[ch, 2])
+            if begin + w <= chan_free[ch, 1]:  # it fits before the last booking
+                chan_free[ch, 2] = begin + w
+            else:
+                begin = max(finish[op], chan_free[ch, 0])
+                chan_free[ch, 2], chan_free[ch, 1], chan_free[ch, 0] = chan_free[ch, 0], begin, begin + w
+            arrive[op, d] = begin + w + latency[k, d] * send_rep[d]
+
+
+@njit(cache=True)
+def _ready(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
+           arrive):
+    """decision.data_ready, with a producer's booked arrival (:func:`_send`) where there is
+    one."""
+    if arrive.shape[0] == 0:
+        return ready_on(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
+                        inv_bw)
+    r = 0.0
+    for e in range(pred_ptr[op], pred_ptr[op + 1]):
+        p = pred_op[e]
+        a = op_dev[p]
+        if a != d and pred_bytes[e] > 0.0 and arrive[p, d] > 0.0:
+            t = arrive[p, d]
+        else:
+            t = finish[p] + latency[a, d] * pred_rep[e] + pred_bytes[e] * inv_bw[a, d] * pred_rep[e]
+        if t > r:
+            r = t
+    return r
+
+
+@njit(cache=True)
 def _enqueue(op, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw, placed,
-             position, data_ready, state, heaps, size):
+             position, data_ready, state, heaps, size, arrive):
     """A ready op (its producers scheduled): its data-ready times, into its device's heap, or
     into every device's unplaced heap if its unit (``placed``: its device, or -1) is not."""
     nd = latency.shape[0]
     for d in range(nd):
         if placed >= 0 and d != placed:
             continue
-        r = ready_on(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
-                     inv_bw)
+        r = _ready(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
+                   inv_bw, arrive)
         data_ready[op, d] = r
         k = d if placed >= 0 else nd + d
         size[k] = push(heaps[k], size[k], bits(r), position[op])

@@ -30,7 +30,8 @@ EXPERT_VERSION = 1  # part of the cache key: bump when the search changes
 # The search's fine-tuning settings, fixed whatever FinetuneConfig's defaults become (a cached
 # expert is a function of its key alone): zero-shot by the network's own rollouts and every
 # drawn local move measured, the rule every archived expert was searched with.
-EXPERT_RULE = FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0, local_screen=1)
+EXPERT_RULE = FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0, local_screen=1,
+                             estimate_contention=False)
 
 
 def search_expert(problem: PlacementProblem, measurer: Measurer, seeds: list[np.ndarray],

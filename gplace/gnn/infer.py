@@ -210,7 +210,8 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     dispatch order (``[seed, chunk, 19]``), ``rollouts`` + 1 each, and every placement is
     ranked by the dispatch-order estimate, which follows the simulator (pretrain/ORDER.md:
     1.001x on the best known placements, where the rank-order estimate is 1.155x): the
-    rank-order ones are replayed (ESTIMATE) in dispatch order to get it. Without it, only
+    rank-order ones are replayed (ESTIMATE) in dispatch order to get it, and every one where
+    ``sched.contention`` (the replays then book transfers on the links). Without it, only
     ``sched``'s own order and its own estimate. ``prior`` (with ``both_orders``): as many
     rollouts again of these scores in the order that is not ``sched``'s (seeds ``[seed, chunk,
     23]``)."""
@@ -222,7 +223,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     best, best_est = None, np.inf
 
     def estimate(a, ro) -> np.ndarray:
-        if a.dispatch == judge.dispatch:
+        if a.dispatch == judge.dispatch and not (a.dispatch and a.contention):
             return ro.estimate_s
         return rollout(judge, sc.s, sc.w, ESTIMATE, forced=ro.placements, head=sc.head).estimate_s
 
@@ -247,7 +248,9 @@ def zero_shot(weights: PolicyWeights, features, sched, seed: int,
               config: FinetuneConfig) -> np.ndarray:
     """The zero-shot placement of a problem (its ``features`` and scheduler arrays ``sched``):
     :func:`best_rollout` under the numpy scores at the fine-tuning temperature, then
-    :func:`polish`-ed (``config.zero_shot_polish`` estimates); nothing is measured."""
+    :func:`polish`-ed (``config.zero_shot_polish`` estimates), the estimates with link
+    contention where ``config.estimate_contention``; nothing is measured."""
+    sched = sched._replace(contention=config.estimate_contention)
     sc = as_float64(tempered(scores(weights, features), config.learn.temperature))
     prior = None
     if config.zero_shot_prior:

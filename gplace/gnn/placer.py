@@ -93,7 +93,7 @@ class GNNPlacer:
         # torch.optim's Adam, step for step, without importing torch._dynamo (gplace.gnn.adam)
         opt = Adam(policy.param_groups(cfg.lr, cfg.w0_lr_scale)) if budget else None
         rng = np.random.default_rng(self.seed)
-        screen = _Screen(state.sched)
+        screen = _Screen(state.sched._replace(contention=self.config.estimate_contention))
         rounds = 0
         while tracker.left > 0:
             n = min(cfg.samples, tracker.left)

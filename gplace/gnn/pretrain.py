@@ -329,7 +329,8 @@ def greedy_time(policy: GNNPolicy, state: ProblemState) -> float:
 
 # what validation measures: the policy's own zero-shot rollouts (without the untrained
 # network's, which are the same for every checkpoint and would hide the differences between them)
-VALIDATION_RULE = FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0)
+VALIDATION_RULE = FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0,
+                                 estimate_contention=False)
 
 
 def zero_shot_time(weights, state: ProblemState, config: FinetuneConfig = VALIDATION_RULE) -> float:

@@ -72,7 +72,13 @@ class SchedArrays(NamedTuple):
     position: np.ndarray    # (ops,) int64 topological position: the simulator's tie-break
     recv_s: np.ndarray      # (D, D) float64 receiver CPU per transfer (Link.recv_cpu_s)
     recv_per_byte: np.ndarray  # (D, D) float64 receiver CPU per byte (recv_cpu_s_per_byte)
+    succ_bytes: np.ndarray  # (pairs,) float64 the out-edges' bytes (dispatch order)
+    succ_rep: np.ndarray    # (pairs,) float64 their crossings per step
+    channel: np.ndarray     # (D, D) int64 the FIFO channel of each link, -1 on the diagonal
+    num_channels: int
     dispatch: bool = False  # take ops in the simulator's dispatch order (gplace.gnn.dispatch)
+    contention: bool = False  # ESTIMATE replays in dispatch order book transfers on the links'
+                            # FIFO channels (gplace.gnn.dispatch) instead of never waiting
 
     @property
     def any_recv(self) -> bool:
@@ -120,7 +126,10 @@ def build_sched(problem: PlacementProblem, dispatch: bool = False) -> SchedArray
         np.concatenate([[0], np.cumsum(lanes)]).astype(np.int64),
         np.ascontiguousarray(view.latency), np.ascontiguousarray(view.inv_bw),
         view.unit_need.astype(np.float64), view.capacity.astype(np.float64), max(tau, 1e-12),
-        view.succ_ptr, view.succ_op, view.position, *recv, dispatch)
+        view.succ_ptr, view.succ_op, view.position, *recv,
+        np.ascontiguousarray(view.succ_bytes, np.float64),
+        np.ascontiguousarray(view.succ_rep, np.float64),
+        np.ascontiguousarray(links.channel, np.int64), int(links.num_channels), dispatch)
 
 
 def _rank_order(view, rank: np.ndarray) -> np.ndarray:
@@ -168,7 +177,8 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     and takes the argmax otherwise: the states the policy itself reaches, for imitation along
     its own schedule (DAgger, Ross et al. 2011); MIXED_SAMPLE is MIXED with the other
     decisions drawn from the softmax (the states of the policy's samples). Ops are taken in
-    HEFT's rank order, or in dispatch order where ``a.dispatch`` (gplace.gnn.dispatch)."""
+    HEFT's rank order, or in dispatch order where ``a.dispatch`` (gplace.gnn.dispatch; its
+    ESTIMATE replays book transfers on the links' channels where ``a.contention``)."""
     nu, nd = a.num_units, a.num_devices
     if forced is not None:
         forced = np.ascontiguousarray(np.atleast_2d(forced), np.int64)
@@ -189,6 +199,9 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
     ha, hb, hv = (np.ascontiguousarray(x, np.float64) for x in head)
     any_recv = a.any_recv
 
+    contend = a.contention and mode == ESTIMATE
+    channel = a.channel if contend else np.zeros((0, 0), np.int64)
+
     def one(k: int) -> None:
         if a.dispatch:
             est[k] = dispatch_rollout(
@@ -197,7 +210,7 @@ def rollout(a: SchedArrays, s: np.ndarray, w: np.ndarray, mode: int, count: int 
                 a.unit_of_op, a.unit_cost, a.adj_ptr, a.adj_unit, a.adj_bytes, a.lane_ptr,
                 a.latency, a.inv_bw, a.recv_s, a.recv_per_byte, any_recv, a.need, a.capacity,
                 a.tau, s64, w64, ha, hb, hv, mode, u01[k], forced[k], follow, placements[k],
-                phi[k], mask[k])
+                phi[k], mask[k], a.succ_bytes, a.succ_rep, channel, a.num_channels)
             return
         est[k] = _rollout(a.order, a.pred_ptr, a.pred_op, a.pred_bytes, a.pred_rep, a.cost,
                           a.unit_of_op,

@@ -149,6 +149,18 @@ def test_validation_counts_each_problem_once():
     assert validation_figures(rows, "greedy")["val/share_at_or_below"] == pytest.approx(2 / 3)
 
 
+def test_validation_keeps_its_rule_whatever_zero_shots_defaults():
+    """The card's validation figure stays comparable across releases: the policy's own
+    rollouts, chosen by the estimate without link waits, not polished, whatever
+    FinetuneConfig's defaults become (they differ today, so this can fail)."""
+    from gplace.gnn.config import FinetuneConfig
+    from gplace.gnn.pretrain import VALIDATION_RULE
+    rule, default = VALIDATION_RULE, FinetuneConfig()
+    assert (rule.zero_shot_prior, rule.zero_shot_polish, rule.estimate_contention) == (
+        False, 0, False)
+    assert default.zero_shot_prior and default.zero_shot_polish and default.estimate_contention
+
+
 @pytest.mark.slow
 def test_experts_join_the_elites_are_cached_and_imitation_only_trains(corpus, tmp_path):
     """An expert is at least as fast as the best heuristic, is cached, does not move the

@@ -13,7 +13,7 @@ def problem(seed, cluster, ops=400):
 
 
 def whole(a, placements):
-    """The estimates of whole dispatch-order replays."""
+    """The estimates of whole dispatch-order replays (with ``a``'s link contention)."""
     nu, nd = a.num_units, a.num_devices
     return rollout(a._replace(dispatch=True), np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)),
                    ESTIMATE, forced=np.atleast_2d(placements)).estimate_s
@@ -28,12 +28,15 @@ def near(base, rng, count, nd):
     return out
 
 
+@pytest.mark.parametrize("contention", [False, True])
 @pytest.mark.parametrize("seed,cluster", [(0, "post-4gpu"), (1, "hetero"), (2, "local-procs")])
-def test_near_replays_are_whole_replays(seed, cluster):
+def test_near_replays_are_whole_replays(seed, cluster, contention):
     """Resumed from the base's kept states, every estimate is a whole replay's, to the last bit
-    (local-procs: links that charge the receiver's CPU)."""
+    (local-procs: links that charge the receiver's CPU; hetero: a shared bus), with transfers
+    booked on the links' channels too (each booking reads a consumer's device before that
+    consumer's unit is decided)."""
     p = problem(seed, cluster)
-    a = build_sched(p)
+    a = build_sched(p)._replace(contention=contention)
     rng = np.random.default_rng(seed)
     base = rng.integers(p.num_devices, size=p.num_units)
     replays = NearReplays(a, base, snapshots=5)
@@ -47,11 +50,12 @@ def test_near_replays_are_whole_replays(seed, cluster):
         assert replays.estimate(moved) == whole(a, moved)[0]
 
 
-def test_a_rebased_replay_is_a_fresh_one():
+@pytest.mark.parametrize("contention", [False, True])
+def test_a_rebased_replay_is_a_fresh_one(contention):
     """Moving the base keeps the states before it departs: the same estimates and decision
     order as replays built from the new base."""
     p = problem(3, "hdp-8gpu")
-    a = build_sched(p)
+    a = build_sched(p)._replace(contention=contention)
     rng = np.random.default_rng(3)
     base = rng.integers(p.num_devices, size=p.num_units)
     replays = NearReplays(a, base, snapshots=6)
@@ -59,6 +63,7 @@ def test_a_rebased_replay_is_a_fresh_one():
         moved, fresh = replays.rebased(new), NearReplays(a, new, snapshots=6)
         assert moved.estimate_s == fresh.estimate_s == whole(a, new)[0]
         np.testing.assert_array_equal(moved.decided, fresh.decided)
+        np.testing.assert_array_equal(moved.touched, fresh.touched)
         cands = near(new, rng, 12, p.num_devices)
         np.testing.assert_array_equal(moved.estimates(cands), whole(a, cands))
         replays = moved
@@ -84,3 +89,14 @@ def test_the_base_is_a_copy():
     replays = NearReplays(a, base)
     base[0] = 1
     assert replays.estimate(base) == whole(a, base)[0]
+
+
+def test_contention_changes_the_estimates_it_is_asked_for():
+    """The same placements, estimated with and without booking transfers on the links: the
+    replays follow ``sched.contention`` (so the test above compares two different models)."""
+    p = problem(6, "post-4gpu")
+    rng = np.random.default_rng(6)
+    cands = rng.integers(p.num_devices, size=(8, p.num_units))
+    free, booked = (NearReplays(build_sched(p)._replace(contention=c), cands[0])
+                    for c in (False, True))
+    assert not np.array_equal(free.estimates(cands), booked.estimates(cands))
