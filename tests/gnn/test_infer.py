@@ -99,11 +99,15 @@ def test_a_network_without_op_types_reads_none_and_is_computed_alike(tmp_path, t
     assert np.array_equal(retyped.s, infer.scores(weights, f).s) == (type_channels == 0)
 
 
-def test_the_zero_shot_result_is_gnnplacers():
+@pytest.mark.parametrize("contention", [False, True])
+def test_the_zero_shot_result_is_gnnplacers(contention):
+    config = FinetuneConfig(estimate_contention=contention)
     for problem in problems():
         seeds = [np.zeros(problem.num_units, np.int64)]
-        a = GNNPlacer(seed=3).place(problem, SimMeasurer(problem), 0, seeds=seeds)
-        b = infer.ZeroShotPlacer(seed=3).place(problem, SimMeasurer(problem), 0, seeds=seeds)
+        a = GNNPlacer(seed=3, config=config).place(problem, SimMeasurer(problem), 0,
+                                                   seeds=seeds)
+        b = infer.ZeroShotPlacer(seed=3, config=config).place(problem, SimMeasurer(problem), 0,
+                                                              seeds=seeds)
         assert np.array_equal(a.placement, b.placement)
         assert a.step_time_s == b.step_time_s
         for key in ("zero_shot_step_time_s", "start_step_time_s"):
@@ -206,18 +210,20 @@ def test_the_prior_is_the_untrained_networks_scores_and_only_adds_candidates():
     assert estimate(more) <= estimate(plain)
 
 
-def test_polish_lowers_the_estimate_within_memory_and_is_seeded():
-    """polish hill-climbs on the dispatch-order estimate: from every unit on one device it
-    finds a placement estimated faster, never fills a device past its memory estimate, gives
-    the same placement for the same seed, and with no estimates returns its start."""
-    from gplace.gnn.schedule import DYN_FEATURES, FORCED
+@pytest.mark.parametrize("contention", [False, True])
+def test_polish_lowers_the_estimate_within_memory_and_is_seeded(contention):
+    """polish hill-climbs on the dispatch-order estimate (transfers booked on the links or
+    not): from every unit on one device it finds a placement estimated faster, never fills a
+    device past its memory estimate, gives the same placement for the same seed, and with no
+    estimates returns its start."""
+    from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE
     problem = list(problems())[2]
-    sched = build_sched(problem)
+    sched = build_sched(problem)._replace(contention=contention)
     nu, nd = problem.num_units, problem.num_devices
-    judge = build_sched(problem, True)
+    judge = sched._replace(dispatch=True)
 
     def estimate(placement) -> float:
-        return rollout(judge, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
+        return rollout(judge, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), ESTIMATE,
                        forced=placement[None]).estimate_s[0]
     start = np.ones(nu, np.int64)
     better = infer.polish(sched, start, 320, seed=0)
@@ -227,3 +233,30 @@ def test_polish_lowers_the_estimate_within_memory_and_is_seeded():
     # device 2 holds nothing more than its memory estimate allows: here, nothing at all
     tight = sched._replace(capacity=np.where(np.arange(nd) == 2, 0.0, sched.capacity))
     assert (infer.polish(tight, start, 320, seed=0) != 2).all()
+
+
+def test_with_booked_transfers_zero_shot_ranks_every_rollout_by_them():
+    """Zero-shot's choice (no polish) is estimated, transfers booked on the links, no slower
+    than either order's greedy rollout, which are among its candidates; the rule without
+    booking is judged by its own estimate and chooses otherwise on this problem (a random DAG
+    on hetero, whose two GPUs share a bus)."""
+    from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE
+    weights = infer.load_weights()
+    for problem in [PlacementProblem.build(random_dag(RandomDagConfig(ops=300), 300),
+                                           load_cluster("hetero"))]:
+        feats, sched = problem_features(problem), build_sched(problem)
+        nu, nd = problem.num_units, problem.num_devices
+        judge = sched._replace(dispatch=True, contention=True)
+
+        def booked(p):
+            return rollout(judge, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), ESTIMATE,
+                           forced=np.atleast_2d(p)).estimate_s
+
+        chosen = {c: infer.zero_shot(weights, feats, sched, 0, FinetuneConfig(
+            zero_shot_polish=0, estimate_contention=c)) for c in (False, True)}
+        sc = infer.as_float64(infer.tempered(infer.scores(weights, feats), 0.25))
+        greedy = [rollout(sched._replace(dispatch=d), sc.s, sc.w, GREEDY).placements[0]
+                  for d in (False, True)]
+        assert booked(chosen[True])[0] <= booked(np.stack(greedy)).min()
+        assert not np.array_equal(chosen[False], chosen[True])
+        assert booked(chosen[True])[0] < booked(chosen[False])[0]

@@ -127,7 +127,7 @@ def test_an_expert_search_keeps_its_rule_whatever_the_defaults(monkeypatch):
     search_expert(p, SimMeasurer(p), [], budget=4, seed=0, hidden_channels=8, num_layers=1)
     assert seen == [EXPERT_RULE] and not EXPERT_RULE.zero_shot_prior
     assert FinetuneConfig().zero_shot_prior  # the default differs, so this test can fail
-    assert FinetuneConfig().estimate_contention and not EXPERT_RULE.estimate_contention
+    assert not EXPERT_RULE.estimate_contention  # set apart from the default, which may change
 
 
 
