@@ -25,14 +25,16 @@ model, where no transfer waits for its link. ESTIMATE replays of a placement (ev
 device known from the start) may instead book transfers on the links' FIFO channels as the
 simulator sends them (``channel`` given; SchedArrays.contention): when an op ends, one
 transfer to each other device that one of its consumers is placed on, of the largest bytes a
-consumer there reads from it, queued on its channel (:func:`_send`), arriving a latency after. Decision rollouts (features, sampling) keep the model without waits, the one the
-policy was trained on.
+consumer there reads from it (times its loop repeats), queued on its channel (:func:`_send`),
+arriving its repeats' latency after. Decision rollouts (features, sampling) keep the model
+without waits, the one the policy was trained on.
 
 What still differs from the simulator:
 
 * transfers: without booking, no channel contention (the simulator's FIFO per device pair or
-  shared bus); with it, channels are booked in the order ops start, not end (the same order
-  on single-lane devices; :func:`_send` fills one gap per channel), and a producer's outputs
+  shared bus); with it, channels are booked in the order ops start, not in the order their
+  transfers become ready (they differ on a device of several lanes and on a bus several
+  devices send on; :func:`_send` fills idle gaps to make up for it), and a producer's outputs
   go to a device as one transfer, of the largest bytes one consumer there reads (the
   simulator sends each output once per device);
 * receive tasks (links with ``recv_cpu_s``): run on the receiving lane just before their
@@ -85,7 +87,7 @@ def dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op
                    latency, inv_bw, any_recv, unit_dev, channel, num_channels):
     """The state of a rollout before its first op (every unit unplaced, ``unit_dev`` set to -1):
     (op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, arrive,
-    chan_free, heaps, size), what :func:`dispatch_resume` continues from."""
+    booked, heaps, size), what :func:`dispatch_resume` continues from."""
     n, nd = position.shape[0], latency.shape[0]
     op_at = np.empty(n, np.int64)
     for op in range(n):
@@ -101,7 +103,7 @@ def dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op
     pending = pred_ptr[1:] - pred_ptr[:-1]
     contend = channel.shape[0] > 0
     arrive = np.zeros((n if contend else 0, nd))
-    chan_free = np.zeros((num_channels if contend else 0, 3))
+    booked = np.zeros((num_channels if contend else 0, 2 * KEPT + 4))
     heaps = np.empty((2 * nd, 2 * max(n, 1)), np.int64)  # placed on d: row d; unplaced: nd + d
     size = np.zeros(2 * nd, np.int64)
     for op in range(n):
@@ -109,7 +111,7 @@ def dispatch_start(position, pred_ptr, pred_op, pred_bytes, pred_rep, unit_of_op
             _enqueue(op, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency, inv_bw,
                      unit_dev[unit_of_op[op]], position, data_ready, state, heaps, size, arrive)
     return (op_at, finish, op_dev, lanes, used, load, data_ready, state, got, pending, arrive,
-            chan_free, heaps, size)
+            booked, heaps, size)
 
 
 @njit(cache=True, nogil=True)
@@ -118,17 +120,17 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
                     inv_bw, recv_s, recv_per_byte, any_recv, need, capacity, tau, s, w, ha, hb,
                     hv, mode, u01, forced, follow, unit_dev, phi, mask, succ_bytes, succ_rep,
                     channel, op_at, finish, op_dev, lanes, used, load, data_ready, state, got,
-                    pending, arrive, chan_free, heaps, size, makespan, done, decisions, stop,
+                    pending, arrive, booked, heaps, size, makespan, done, decisions, stop,
                     decided, touched):
     """Runs the rollout from its state (:func:`dispatch_start`'s arrays, updated in place, and
     ``makespan``, ``done`` ops run, ``decisions`` units placed) to its end, or until the next
     decision would be the ``stop``-th (0-based; -1: never); returns (makespan, done, decisions).
     Where ``decided`` has an entry per unit it records each unit's decision index, and
     ``touched`` the fewest decisions made when a booked transfer read the unit's device
-    (:func:`_send`). Everything
-    before a unit's decision is the same whatever that unit's device will be, so a placement
-    that differs from another only at units decided from the ``stop``-th on continues from the
-    other's state at ``stop`` (gplace.gnn.replay)."""
+    (:func:`_send`). Everything before a unit's decision is the same whatever that unit's
+    device will be, bookings aside, so a placement that differs from another only at units
+    decided from the ``stop``-th on, and whose devices no booking read before it, continues
+    from the other's state at ``stop`` (gplace.gnn.replay)."""
     nd = latency.shape[0]
     ready, start = np.empty(nd), np.empty(nd)
     send, send_rep = np.zeros(nd), np.zeros(nd)
@@ -172,7 +174,7 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
         done += 1
         if contend:
             _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, finish,
-                  latency, inv_bw, channel, arrive, chan_free, send, send_rep, touched,
+                  latency, inv_bw, channel, arrive, booked, send, send_rep, touched,
                   decisions)
         for e in range(succ_ptr[op], succ_ptr[op + 1]):
             c = succ_op[e]
@@ -186,20 +188,22 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
 
 @njit(cache=True)
 def _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, finish, latency,
-          inv_bw, channel, arrive, chan_free, send, send_rep, touched, decisions):
-    """Books the transfers of ``op`` (run on ``k``) on their links' FIFO channels when it ends:
-    to each other device a consumer's unit is ``forced`` to, once, the largest bytes a consumer
-    there reads (repeated as a TF1 loop crosses it); ``arrive[op, d]`` is when it reaches d.
+          inv_bw, channel, arrive, booked, send, send_rep, touched, decisions):
+    """Books the transfers of ``op`` (run on ``k``) on their links' FIFO channels: to each other
+    device a consumer's unit is ``forced`` to, once, the largest bytes x repeats a consumer there
+    reads (a TF1 loop crosses a tensor once per iteration), ready when ``op`` ends;
+    ``arrive[op, d]`` is when it reaches d (its repeats' latency after it leaves the channel).
+    A transfer that takes no channel time (no bytes' worth at its bandwidth) books nothing.
 
-    Ops are booked in the order they start, which on a device of several lanes (or a bus that
-    several devices share) is not the order their transfers become ready, as the simulator's
-    FIFO takes them. So each channel keeps (``chan_free[ch]``) its free time, the start of its
-    last booking and the free time before that one: a transfer that fits in that gap goes
-    there, as it would have gone first; any other starts at max(its ready time, free time).
+    Ops are booked as the rollout takes them, in the order they start, which on a device of
+    several lanes, or a bus that several devices send on, is not the order their transfers
+    become ready, as the simulator's FIFO takes them. So each channel keeps (``booked[ch]``,
+    :func:`_book`) its last KEPT bookings, and a transfer goes in the first idle gap between
+    them that it fits at or after its ready time, where it would have gone first.
 
     Where ``touched`` has an entry per unit, it keeps for each consumer's unit the fewest
-    ``decisions`` made when such a booking read its device: a replay resumed from an earlier
-    state books the same (gplace.gnn.replay)."""
+    ``decisions`` made when a booking read its device: a replay resumed from an earlier state
+    books the same (gplace.gnn.replay)."""
     nd = latency.shape[0]
     send[:] = 0.0
     send_rep[:] = 0.0
@@ -213,15 +217,42 @@ def _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, fi
             send[d], send_rep[d] = x, succ_rep[e]
     for d in range(nd):
         if send[d] > 0.0:
-            ch = channel[k, d]
             w = send[d] * inv_bw[k, d]
-            begin = max(finish[op], chan_free[ch, 2])
-            if begin + w <= chan_free[ch, 1]:  # it fits before the last booking
-                chan_free[ch, 2] = begin + w
-            else:
-                begin = max(finish[op], chan_free[ch, 0])
-                chan_free[ch, 2], chan_free[ch, 1], chan_free[ch, 0] = chan_free[ch, 0], begin, begin + w
+            begin = finish[op] if w == 0.0 else _book(booked[channel[k, d]], finish[op], w)
             arrive[op, d] = begin + w + latency[k, d] * send_rep[d]
+
+
+KEPT = 8  # bookings each channel keeps (:func:`_book`)
+
+
+@njit(cache=True)
+def _book(row, ready, w):
+    """Books ``w`` seconds of a channel at the first idle time at or after ``ready``; returns
+    its start. ``row``: (count, floor, start_0, end_0, ... start_KEPT-1, end_KEPT-1), the kept
+    bookings by start; before ``floor`` (the end of bookings no longer kept) the channel counts
+    as busy."""
+    n = int(row[0])
+    t = max(ready, row[1])
+    at = n  # where the new booking goes among the kept ones
+    for i in range(n):
+        if t + w <= row[2 + 2 * i]:
+            at = i
+            break
+        t = max(t, row[3 + 2 * i])
+    for i in range(n, at, -1):  # shift the later ones up
+        row[2 + 2 * i] = row[2 * i]
+        row[3 + 2 * i] = row[1 + 2 * i]
+    row[2 + 2 * at] = t
+    row[3 + 2 * at] = t + w
+    n += 1
+    if n > KEPT:  # forget the earliest
+        row[1] = max(row[1], row[3])
+        for i in range(n - 1):
+            row[2 + 2 * i] = row[4 + 2 * i]
+            row[3 + 2 * i] = row[5 + 2 * i]
+        n -= 1
+    row[0] = n
+    return t
 
 
 @njit(cache=True)

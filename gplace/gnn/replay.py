@@ -11,9 +11,9 @@ a whole replay (ESTIMATE mode), so the same estimate, without replaying the shar
 Moving the base to one of those placements keeps the states before it departs.
 
 Where the replays book transfers on the links' channels (``sched.contention``), a transfer to a
-unit is booked when its producer ends, before the unit's decision, and depends on the unit's
-device: a placement then departs at the earlier of its first changed unit's decision and the
-first booking that read that unit's device.
+unit is booked when the rollout takes its producer, which may be before the unit's decision,
+and depends on the unit's device: a placement then departs at the earlier of its first
+changed unit's decision and the first booking that read that unit's device.
 """
 
 from __future__ import annotations

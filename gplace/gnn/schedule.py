@@ -72,7 +72,7 @@ class SchedArrays(NamedTuple):
     position: np.ndarray    # (ops,) int64 topological position: the simulator's tie-break
     recv_s: np.ndarray      # (D, D) float64 receiver CPU per transfer (Link.recv_cpu_s)
     recv_per_byte: np.ndarray  # (D, D) float64 receiver CPU per byte (recv_cpu_s_per_byte)
-    succ_bytes: np.ndarray  # (pairs,) float64 the out-edges' bytes (dispatch order)
+    succ_bytes: np.ndarray  # (pairs,) float64 the out-edges' bytes, as succ_op
     succ_rep: np.ndarray    # (pairs,) float64 their crossings per step
     channel: np.ndarray     # (D, D) int64 the FIFO channel of each link, -1 on the diagonal
     num_channels: int

@@ -233,6 +233,24 @@ def test_booked_transfers_follow_the_simulators_link_queues(seed, cluster):
         assert free.max() > 0.02  # so the first assertion can fail
 
 
+def test_a_channel_books_each_transfer_in_the_first_gap_it_fits():
+    """gplace.gnn.dispatch._book: transfers booked out of the order they become ready take the
+    first idle time at or after their ready time (where FIFO would have put them first), and
+    once more than KEPT are booked the earliest is forgotten (busy until its end)."""
+    from gplace.gnn.dispatch import KEPT, _book
+    row = np.zeros(2 * KEPT + 4)
+    assert _book(row, 10.0, 2.0) == 10.0  # [10, 12]
+    assert _book(row, 5.0, 2.0) == 5.0    # before it: [5, 7]
+    assert _book(row, 3.0, 3.0) == 7.0    # 3..6 overlaps [5, 7]; 7..10 is free
+    assert _book(row, 0.0, 6.0) == 12.0   # no gap of 6 before 12 (0..5 is one of 5)
+    assert _book(row, 11.0, 1.0) == 18.0  # after the last booking, [12, 18]
+    assert _book(row, 0.0, 4.0) == 0.0    # 0..4 fits before [5, 7]
+    for k in range(KEPT):  # forgets the earliest bookings, [0, 4] first, then [5, 7] ...
+        _book(row, 100.0 + 10 * k, 1.0)
+    assert row[0] == KEPT and row[1] == 19.0  # ... up to [18, 19]: busy until 19
+    assert _book(row, 0.0, 1.0) == 19.0
+
+
 def test_booked_transfers_give_a_corpus_graphs_simulated_step_time():
     """rnn_loop_01 at the cheap heuristics' placements, where the estimate without link waits
     is up to 9% optimistic (the test above this one's neighbour): within 0.1% with them."""
