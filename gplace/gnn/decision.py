@@ -58,11 +58,17 @@ def data_ready(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, l
     r = 0.0
     for e in range(pred_ptr[op], pred_ptr[op + 1]):
         p = pred_op[e]
-        a = op_dev[p]
-        t = finish[p] + latency[a, d] * pred_rep[e] + pred_bytes[e] * inv_bw[a, d] * pred_rep[e]
+        t = arrival(finish[p], op_dev[p], d, pred_bytes[e], pred_rep[e], latency, inv_bw)
         if t > r:
             r = t
     return r
+
+
+@njit(cache=True, inline="always")
+def arrival(end, a, d, nbytes, rep, latency, inv_bw):
+    """When a tensor of ``nbytes`` that a producer on device ``a`` finished at ``end`` reaches
+    ``d`` on an idle link: its latency and transfer time, ``rep`` times (data_ready)."""
+    return end + latency[a, d] * rep + nbytes * inv_bw[a, d] * rep
 
 
 @njit(cache=True, inline="always")

@@ -53,7 +53,7 @@ import numpy as np
 from numba import njit
 
 from gplace.gnn.decision import data_ready as ready_on
-from gplace.gnn.decision import (decide, lane_free, mark_received, receive_time,
+from gplace.gnn.decision import (arrival, decide, lane_free, mark_received, receive_time,
                                  run_on_lane)
 from gplace.sim.heap import bits, from_bits, pop, push
 
@@ -270,7 +270,7 @@ def _ready(op, d, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, laten
         if a != d and pred_bytes[e] > 0.0 and arrive[p, d] > 0.0:
             t = arrive[p, d]
         else:
-            t = finish[p] + latency[a, d] * pred_rep[e] + pred_bytes[e] * inv_bw[a, d] * pred_rep[e]
+            t = arrival(finish[p], a, d, pred_bytes[e], pred_rep[e], latency, inv_bw)
         if t > r:
             r = t
     return r
