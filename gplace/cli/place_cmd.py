@@ -30,7 +30,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--polish", type=checks.count(0, checks.MAX_SAMPLES, "schedule estimates"),
                    default=None, metavar="N",
                    help="zero-shot's hill climbing on the list schedule's estimate: N replays, "
-                        "nothing measured (default 1600; 0: none, faster on large graphs)")
+                        "nothing measured (default 3200; 0: none, faster on large graphs)")
     p.add_argument("--screen", type=checks.count(1, checks.MAX_SCREEN, "moves drawn"),
                    default=None, metavar="N",
                    help="fine-tuning: each move measured is the best of N drawn by the list "

@@ -177,10 +177,10 @@ class FinetuneConfig:
                                  # finishes first) in the order the policy was not trained in
                                  # (pretrain/DOMAINS.md: less negative transfer on domains
                                  # the corpus lacks)
-    zero_shot_polish: int = 1600  # zero-shot then hill-climbs on the dispatch-order
+    zero_shot_polish: int = 3200  # zero-shot then hill-climbs on the dispatch-order
                                  # schedule's estimate, this many replays (moves of one unit or
-                                 # a chain; nothing measured; 0: none). 1,600 chosen on the
-                                 # validation split (finetune/HISTORY.md)
+                                 # a chain; nothing measured; 0: none). 3,200 chosen on the
+                                 # validation split for its time (finetune/HISTORY.md)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
     local_screen: int = 16       # each round's local moves: this many times as many drawn,
@@ -188,11 +188,10 @@ class FinetuneConfig:
                                  # (gplace.gnn.replay; nothing measured to rank them; 1: every
                                  # drawn move measured). 16 chosen on the validation split
                                  # (finetune/HISTORY.md)
-    estimate_contention: bool = False  # the dispatch-order estimate (zero-shot's choice and
+    estimate_contention: bool = True  # the dispatch-order estimate (zero-shot's choice and
                                  # polish, the local moves' screen) books each transfer on its
                                  # link's FIFO channel, as the simulator does (gplace.gnn.dispatch;
-                                 # finetune/HISTORY.md); off: transfers never wait, the rule of
-                                 # every results page
+                                 # finetune/HISTORY.md); off: transfers never wait, the rule before
 
 
 def field_help(cls) -> dict[str, str]:

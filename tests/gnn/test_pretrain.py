@@ -152,13 +152,13 @@ def test_validation_counts_each_problem_once():
 def test_validation_keeps_its_rule_whatever_zero_shots_defaults():
     """The card's validation figure stays comparable across releases: the policy's own
     rollouts, chosen by the estimate without link waits, not polished, whatever
-    FinetuneConfig's defaults become (the first two differ today, so this can fail)."""
+    FinetuneConfig's defaults become (they differ today, so this can fail)."""
     from gplace.gnn.config import FinetuneConfig
     from gplace.gnn.pretrain import VALIDATION_RULE
     rule, default = VALIDATION_RULE, FinetuneConfig()
     assert (rule.zero_shot_prior, rule.zero_shot_polish, rule.estimate_contention) == (
         False, 0, False)
-    assert default.zero_shot_prior and default.zero_shot_polish
+    assert default.zero_shot_prior and default.zero_shot_polish and default.estimate_contention
 
 
 @pytest.mark.slow
