@@ -16,7 +16,7 @@ import pytest
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "gplace" / "examples" / "small_resnet.pb"
 
-STEP_MS = 20.62           # the shipped policy, zero-shot, post-4gpu (simulated)
+STEP_MS = 20.36           # the shipped policy, zero-shot, post-4gpu (simulated)
 BEST_HEURISTIC = ("heft", 24.10)
 SINGLE_DEVICE_MS = 27.64
 
