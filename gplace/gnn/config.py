@@ -180,8 +180,8 @@ class FinetuneConfig:
     zero_shot_polish: int = 3200  # zero-shot then hill-climbs on the dispatch-order
                                  # schedule's estimate, this many replays (moves of one unit or
                                  # a chain; nothing measured; 0: none). 3,200 chosen on the
-                                 # validation split: 6,400 gained a little more at twice the
-                                 # time (finetune/HISTORY.md)
+                                 # validation split: 6,400 gained a little more with twice the
+                                 # replays (finetune/HISTORY.md)
     chain_moves: float = 0.5     # share of local moves that also move the heaviest-traffic
                                  # neighbours (a geometric number of steps along them)
     local_screen: int = 16       # each round's local moves: this many times as many drawn,
