@@ -18,7 +18,9 @@ Keys need no re-evaluation as lanes fill: a placed op waits in its device's heap
 ready there, position), fixed once it is ready; an unplaced unit's ready op waits in every
 device's heap of unplaced ops, keyed the same on that device, so the minimum over devices of
 max(data ready, lane free) is the minimum over the tops of the heaps. Entries of ops decided
-since are dropped, or moved to their device's heap, when they reach a top.
+since are dropped, or moved to their device's heap, when they reach a top. ESTIMATE replays,
+whose devices are all known, put an op that becomes ready straight on its device's heap
+(:func:`dispatch_resume`): the same schedule with less heap work.
 
 Transfers: data ready = producer end + latency + bytes / bandwidth, the rank-order rollout's
 model, where no transfer waits for its link. ESTIMATE replays of a placement (every unit's
@@ -53,8 +55,8 @@ import numpy as np
 from numba import njit
 
 from gplace.gnn.decision import data_ready as ready_on
-from gplace.gnn.decision import (arrival, decide, lane_free, mark_received, receive_time,
-                                 run_on_lane)
+from gplace.gnn.decision import (ESTIMATE, arrival, decide, lane_free, mark_received,
+                                 receive_time, run_on_lane)
 from gplace.sim.heap import bits, from_bits, pop, push
 
 WAITING, UNPLACED, PLACED, DONE = 0, 1, 2, 3  # an op's state
@@ -123,22 +125,29 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
                     pending, arrive, booked, heaps, size, makespan, done, decisions, stop,
                     decided, touched):
     """Runs the rollout from its state (:func:`dispatch_start`'s arrays, updated in place, and
-    ``makespan``, ``done`` ops run, ``decisions`` units placed) to its end, or until the next
-    decision would be the ``stop``-th (0-based; -1: never); returns (makespan, done, decisions).
-    Where ``decided`` has an entry per unit it records each unit's decision index, and
-    ``touched`` the fewest decisions made when a booked transfer read the unit's device
-    (:func:`_send`). Everything before a unit's decision is the same whatever that unit's
-    device will be, bookings aside, so a placement that differs from another only at units
-    decided from the ``stop``-th on, and whose devices no booking read before it, continues
-    from the other's state at ``stop`` (gplace.gnn.replay)."""
+    ``makespan``, ``done`` ops run, ``decisions`` units placed) to its end, or until ``stop``
+    ops have run (-1: never); returns (makespan, done, decisions).
+
+    In ESTIMATE mode every unit's device is known (``forced``), so an op that becomes ready
+    (its last producer run) goes straight to its device's heap and its unit is placed then;
+    only an op ready from the start waits in the unplaced heaps for its unit's decision, as in
+    the other modes. Both give the same schedule: an unplaced op's key on its device is one of
+    the keys it waits under, so it is placed before any op with a larger key runs.
+
+    Where ``decided`` has an entry per unit it records the ops run when the unit was placed,
+    and ``touched`` the fewest ops run when a booked transfer read the unit's device
+    (:func:`_send`; while the ``done``-th op is taken). Everything before a unit is placed is
+    the same whatever its device, bookings aside, so a placement that differs from another
+    only at units placed after ``stop`` ops, and whose devices no booking read before then,
+    continues from the other's state at ``stop`` (gplace.gnn.replay)."""
     nd = latency.shape[0]
     ready, start = np.empty(nd), np.empty(nd)
     send, send_rep = np.zeros(nd), np.zeros(nd)
     contend = arrive.shape[0] > 0
-    while True:
+    while done != stop:
         k, t = _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at,
                          lanes, lane_ptr)
-        if k < 0 or (k >= nd and decisions == stop):
+        if k < 0:
             break
         op = op_at[heaps[k, 1]]
         size[k] = pop(heaps[k], size[k])
@@ -153,11 +162,7 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
             d = decide(u, op, ready, start, cost, unit_cost, adj_ptr, adj_unit, adj_bytes,
                        unit_dev, used, load, need, capacity, tau, s, w, ha, hb, hv, mode, u01,
                        forced, follow, phi, mask)
-            unit_dev[u] = d
-            used[d] += need[u]
-            if decided.shape[0] > 0:
-                decided[u] = decisions
-            decisions += 1
+            decisions = _place(u, d, unit_dev, used, need, decided, done, decisions)
             state[op] = PLACED
             size[d] = push(heaps[d], size[d], bits(data_ready[op, d]), position[op])
             continue
@@ -171,24 +176,37 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
         load[k] += cost[op, k]
         makespan = max(makespan, finish[op])
         state[op] = DONE
-        done += 1
         if contend:
             _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, finish,
-                  latency, inv_bw, channel, arrive, booked, send, send_rep, touched,
-                  decisions)
+                  latency, inv_bw, channel, arrive, booked, send, send_rep, touched, done)
         for e in range(succ_ptr[op], succ_ptr[op + 1]):
             c = succ_op[e]
             pending[c] -= 1
             if pending[c] == 0:
+                uc = unit_of_op[c]
+                if mode == ESTIMATE and unit_dev[uc] < 0:
+                    decisions = _place(uc, forced[uc], unit_dev, used, need, decided, done,
+                                       decisions)
                 _enqueue(c, pred_ptr, pred_op, pred_bytes, pred_rep, finish, op_dev, latency,
-                         inv_bw, unit_dev[unit_of_op[c]], position, data_ready, state, heaps,
-                         size, arrive)
+                         inv_bw, unit_dev[uc], position, data_ready, state, heaps, size, arrive)
+        done += 1
     return makespan, done, decisions
+
+
+@njit(cache=True, inline="always")
+def _place(u, d, unit_dev, used, need, decided, done, decisions):
+    """Unit u goes to device d with ``done`` ops run (``decided``, where it has entries);
+    returns the units placed."""
+    unit_dev[u] = d
+    used[d] += need[u]
+    if decided.shape[0] > 0:
+        decided[u] = done
+    return decisions + 1
 
 
 @njit(cache=True)
 def _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, finish, latency,
-          inv_bw, channel, arrive, booked, send, send_rep, touched, decisions):
+          inv_bw, channel, arrive, booked, send, send_rep, touched, done):
     """Books the transfers of ``op`` (run on ``k``) on their links' FIFO channels: to each other
     device a consumer's unit is ``forced`` to, once, the largest bytes x repeats a consumer there
     reads (a TF1 loop crosses a tensor once per iteration), ready when ``op`` ends;
@@ -202,15 +220,15 @@ def _send(op, k, succ_ptr, succ_op, succ_bytes, succ_rep, unit_of_op, forced, fi
     them that it fits at or after its ready time, where it would have gone first.
 
     Where ``touched`` has an entry per unit, it keeps for each consumer's unit the fewest
-    ``decisions`` made when a booking read its device: a replay resumed from an earlier state
+    ops run (``done``) when a booking read its device: a replay resumed from an earlier state
     books the same (gplace.gnn.replay)."""
     nd = latency.shape[0]
     send[:] = 0.0
     send_rep[:] = 0.0
     for e in range(succ_ptr[op], succ_ptr[op + 1]):
         uc = unit_of_op[succ_op[e]]
-        if touched.shape[0] > 0 and touched[uc] > decisions:
-            touched[uc] = decisions
+        if touched.shape[0] > 0 and touched[uc] > done:
+            touched[uc] = done
         d = forced[uc]
         x = succ_bytes[e] * succ_rep[e]
         if d != k and x > send[d]:

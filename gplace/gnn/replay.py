@@ -2,18 +2,18 @@
 
 Hill climbing on the dispatch-order list schedule's estimate (gplace.gnn.infer.polish) replays
 many placements that differ from the current one at a few units. Everything the dispatch-order
-rollout does before a unit's decision is the same whatever that unit's device, so such a
+rollout does before a unit is placed is the same whatever that unit's device, so such a
 placement's replay can start from the current placement's state just before the first of its
-changed units is decided (gplace.gnn.dispatch.dispatch_resume). :class:`NearReplays` replays the
-base placement once, keeping its state at evenly spaced decisions, and estimates each other
-placement from the last kept state before it departs: the same arithmetic in the same order as
-a whole replay (ESTIMATE mode), so the same estimate, without replaying the shared prefix.
-Moving the base to one of those placements keeps the states before it departs.
+changed units is placed (gplace.gnn.dispatch.dispatch_resume). :class:`NearReplays` replays the
+base placement once, keeping its state after evenly spaced counts of ops run, and estimates
+each other placement from the last kept state before it departs: the same arithmetic in the
+same order as a whole replay (ESTIMATE mode), so the same estimate, without replaying the
+shared prefix. Moving the base to one of those placements keeps the states before it departs.
 
 Where the replays book transfers on the links' channels (``sched.contention``), a transfer to a
-unit is booked when the rollout takes its producer, which may be before the unit's decision,
+unit is booked when the rollout takes its producer, which may be before the unit is placed,
 and depends on the unit's device: a placement then departs at the earlier of its first
-changed unit's decision and the first booking that read that unit's device.
+changed unit's placing and the first booking that read that unit's device.
 """
 
 from __future__ import annotations
@@ -56,16 +56,17 @@ class NearReplays:
         self._op_at, self._heap_shape = state[0], state[-2].shape
         per_snapshot = sum(x.nbytes for x in state[1:]) + unit_dev.nbytes
         keep = int(max(1, min(snapshots, SNAPSHOT_BYTES // max(per_snapshot, 1))))
-        self._stops = np.unique(np.linspace(0, nu, keep, endpoint=False).astype(np.int64))
-        self.decided = np.full(nu, nu, np.int64)  # a unit without ops is never decided
-        # the fewest decisions made when a booking read each unit's device (nu + 1: none)
-        self.touched = np.full(nu if a.contention else 0, nu + 1, np.int64)
+        ops = self._op_at.size
+        self._stops = np.unique(np.linspace(0, ops, keep, endpoint=False).astype(np.int64))
+        self.decided = np.full(nu, ops, np.int64)  # ops run when each unit was placed (ops: never)
+        # the fewest ops run when a booking read each unit's device (ops: none)
+        self.touched = np.full(nu if a.contention else 0, ops, np.int64)
         self._kept: list[tuple] = []
         self._replay(unit_dev, state[1:], (0.0, 0, 0))
 
     def _replay(self, unit_dev, state: list, scalars: tuple) -> None:
         """The base's replay on from ``state`` (at the next stop not kept yet), keeping its
-        state at each later stop."""
+        state at each later stop (a count of ops run)."""
         for stop in [*self._stops[len(self._kept):].tolist(), -1]:
             scalars = dispatch_resume(*self._head, self.base, 0.0, unit_dev, *self._blank,
                                       self._op_at, *state, *scalars, stop, self.decided,
@@ -85,8 +86,8 @@ class NearReplays:
         if moved.size == 0:
             return -1
         first = int(self.decided[moved].min())
-        if self.touched.size:  # the state kept at stop s has every booking made with s decisions
-            first = min(first, int(self.touched[moved].min()) - 1)
+        if self.touched.size:  # the state kept at stop s has the bookings of the first s ops
+            first = min(first, int(self.touched[moved].min()))
         return int(np.searchsorted(self._stops, first, side="right")) - 1
 
     def _restore(self, i: int):
@@ -131,7 +132,7 @@ class NearReplays:
         new = copy.copy(self)
         new.base, new.decided, new._kept = placement, self.decided.copy(), self._kept[:i + 1]
         new.touched = self.touched.copy()  # bookings after kept state i are made again
-        new.touched[new.touched > self._stops[i]] = self.base.size + 1
+        new.touched[new.touched >= self._stops[i]] = self._op_at.size
         unit_dev, state, scalars = self._restore(i)
         new._replay(unit_dev, state, scalars)
         return new

@@ -3,7 +3,7 @@ import pytest
 
 from gplace.cluster import load_cluster
 from gplace.gnn.replay import NearReplays
-from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE, build_sched, rollout
+from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE, FORCED, build_sched, rollout
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
 
@@ -70,15 +70,35 @@ def test_a_rebased_replay_is_a_fresh_one(contention):
     assert replays.rebased(replays.base) is replays
 
 
-def test_the_decision_order_is_the_dispatch_order_of_the_units():
-    """``decided`` numbers the units in the order the rollout decides them: 0 .. units-1, the
-    first decided unit owns the first op the simulator's order starts."""
+def test_units_are_placed_in_the_order_their_first_ops_are_ready():
+    """``decided`` gives the ops run when each unit was placed: every unit with ops once, in
+    [0, ops); the unit of the first op the simulator's order starts with nothing run; and each
+    kept state has placed exactly the units placed before its count of ops run."""
     p = problem(4, "post-4gpu")
     a = build_sched(p)
-    replays = NearReplays(a, np.zeros(p.num_units, np.int64))
-    assert sorted(replays.decided.tolist()) == list(range(p.num_units))
+    replays = NearReplays(a, np.zeros(p.num_units, np.int64), snapshots=6)
+    assert replays.decided.min() == 0 and replays.decided.max() < a.position.size
     first_op = int(np.argmin(np.where(np.diff(a.pred_ptr) == 0, a.position, a.position.size)))
     assert replays.decided[a.unit_of_op[first_op]] == 0
+    assert len(replays._kept) == 6
+    for (unit_dev, _, _, _, scalars), stop in zip(replays._kept, replays._stops):
+        assert scalars[1] == stop
+        np.testing.assert_array_equal(unit_dev >= 0, replays.decided < stop)
+
+
+@pytest.mark.parametrize("cluster", ["post-4gpu", "hetero", "local-procs"])
+def test_estimates_place_ready_ops_at_once_and_agree_with_forced_rollouts(cluster):
+    """ESTIMATE replays put an op that becomes ready straight on its device; FORCED rollouts
+    (which record the decision features) wait for the unit's decision in the unplaced heaps:
+    the same schedule, so the same estimate to the last bit."""
+    p = problem(7, cluster)
+    a = build_sched(p)._replace(dispatch=True)
+    rng = np.random.default_rng(7)
+    placements = rng.integers(p.num_devices, size=(6, p.num_units))
+    nu, nd = a.num_units, a.num_devices
+    forced = rollout(a, np.zeros((nu, nd)), np.zeros((nu, DYN_FEATURES)), FORCED,
+                     forced=placements)
+    np.testing.assert_array_equal(whole(a, placements), forced.estimate_s)
 
 
 def test_the_base_is_a_copy():
