@@ -18,9 +18,9 @@ Keys need no re-evaluation as lanes fill: a placed op waits in its device's heap
 ready there, position), fixed once it is ready; an unplaced unit's ready op waits in every
 device's heap of unplaced ops, keyed the same on that device, so the minimum over devices of
 max(data ready, lane free) is the minimum over the tops of the heaps. Entries of ops decided
-since are dropped, or moved to their device's heap, when they reach a top. ESTIMATE replays,
-whose devices are all known, put an op that becomes ready straight on its device's heap
-(:func:`dispatch_resume`): the same schedule with less heap work.
+since are dropped, or moved to their device's heap, when they reach a top, before the next op
+is taken. ESTIMATE replays, whose devices are all known, put an op that becomes ready straight
+on its device's heap (:func:`dispatch_resume`): the same schedule with less heap work.
 
 Transfers: data ready = producer end + latency + bytes / bandwidth, the rank-order rollout's
 model, where no transfer waits for its link. ESTIMATE replays of a placement (every unit's
@@ -130,16 +130,19 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
 
     In ESTIMATE mode every unit's device is known (``forced``), so an op that becomes ready
     (its last producer run) goes straight to its device's heap and its unit is placed then;
-    only an op ready from the start waits in the unplaced heaps for its unit's decision, as in
-    the other modes. Both give the same schedule: an unplaced op's key on its device is one of
-    the keys it waits under, so it is placed before any op with a larger key runs.
+    an op ready from the start waits in the unplaced heaps until its unit is placed, by its
+    own decision or through another op, as in the other modes. Both give the same schedule: an
+    unplaced op's key on its device is one of the keys it waits under, so its unit is placed
+    before any op with a larger key runs, and an op whose unit was placed through another op
+    moves to its device's heap before the next op is taken (:func:`_earliest`).
 
-    Where ``decided`` has an entry per unit it records the ops run when the unit was placed,
-    and ``touched`` the fewest ops run when a booked transfer read the unit's device
-    (:func:`_send`; while the ``done``-th op is taken). Everything before a unit is placed is
-    the same whatever its device, bookings aside, so a placement that differs from another
-    only at units placed after ``stop`` ops, and whose devices no booking read before then,
-    continues from the other's state at ``stop`` (gplace.gnn.replay)."""
+    Where ``decided`` has an entry per unit it records when the unit was placed, and
+    ``touched`` the earliest time a booked transfer read the unit's device (:func:`_send`),
+    both as the count of ops run before: a unit placed, or booked to, as the ``c``-th op (from
+    0) ends, or by a decision after ``c`` ops, gets ``c``. Everything before a unit is placed
+    is the same whatever its device, bookings aside, so a placement that differs from another
+    only at units whose counts are ``stop`` or more continues from the other's state after
+    ``stop`` ops (gplace.gnn.replay)."""
     nd = latency.shape[0]
     ready, start = np.empty(nd), np.empty(nd)
     send, send_rep = np.zeros(nd), np.zeros(nd)
@@ -195,7 +198,7 @@ def dispatch_resume(position, pred_ptr, pred_op, pred_bytes, pred_rep, succ_ptr,
 
 @njit(cache=True, inline="always")
 def _place(u, d, unit_dev, used, need, decided, done, decisions):
-    """Unit u goes to device d with ``done`` ops run (``decided``, where it has entries);
+    """Unit u goes to device d, its count ``done`` into ``decided`` (where it has entries);
     returns the units placed."""
     unit_dev[u] = d
     used[d] += need[u]
@@ -317,11 +320,10 @@ def _earliest(heaps, size, state, unit_of_op, unit_dev, data_ready, position, op
     """(the heap whose top op starts first, by (start, data ready, position), its start); -1
     when every heap is empty. Drops the unplaced heaps' stale tops first."""
     nd = lane_ptr.shape[0] - 1
+    for k in range(nd, 2 * nd):  # first: a stale top may move to a device's heap
+        _drop_stale(k, heaps, size, state, unit_of_op, unit_dev, data_ready, position, op_at)
     best, bs, br, bp = -1, 0.0, 0.0, 0
     for k in range(2 * nd):
-        if k >= nd:
-            _drop_stale(k, heaps, size, state, unit_of_op, unit_dev, data_ready, position,
-                        op_at)
         if size[k] == 0:
             continue
         r, p = from_bits(heaps[k, 0]), heaps[k, 1]

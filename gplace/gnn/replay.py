@@ -58,8 +58,9 @@ class NearReplays:
         keep = int(max(1, min(snapshots, SNAPSHOT_BYTES // max(per_snapshot, 1))))
         ops = self._op_at.size
         self._stops = np.unique(np.linspace(0, ops, keep, endpoint=False).astype(np.int64))
-        self.decided = np.full(nu, ops, np.int64)  # ops run when each unit was placed (ops: never)
-        # the fewest ops run when a booking read each unit's device (ops: none)
+        # ops run before each unit was placed (ops: never) and before a booking first read its
+        # device (ops: none), as dispatch_resume counts them
+        self.decided = np.full(nu, ops, np.int64)
         self.touched = np.full(nu if a.contention else 0, ops, np.int64)
         self._kept: list[tuple] = []
         self._replay(unit_dev, state[1:], (0.0, 0, 0))
