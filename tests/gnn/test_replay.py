@@ -8,8 +8,10 @@ from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
 
 
-def problem(seed, cluster, ops=400):
-    return PlacementProblem.build(random_dag(RandomDagConfig(ops=ops), seed), load_cluster(cluster))
+def problem(seed, cluster, ops=400, group_fraction=None):
+    config = RandomDagConfig(ops=ops) if group_fraction is None else \
+        RandomDagConfig(ops=ops, group_fraction=group_fraction)
+    return PlacementProblem.build(random_dag(config, seed), load_cluster(cluster))
 
 
 def whole(a, placements):
@@ -94,8 +96,7 @@ def test_estimates_place_ready_ops_at_once_and_agree_with_forced_rollouts(cluste
     ops: a group's op ready from the start is still in the unplaced heaps when its group is
     placed through another op, and must reach its device's heap before the next op is taken."""
     for seed in range(40):
-        p = PlacementProblem.build(random_dag(RandomDagConfig(ops=12, group_fraction=0.5), seed),
-                                   load_cluster(cluster))
+        p = problem(seed, cluster, ops=12, group_fraction=0.5)
         a = build_sched(p)._replace(dispatch=True)
         placements = np.random.default_rng(seed).integers(p.num_devices, size=(4, p.num_units))
         nu, nd = a.num_units, a.num_devices
