@@ -1,5 +1,5 @@
 """Validation figures of policy checkpoints: the greedy rollout and the zero-shot placement
-by the policy's own rollouts, as pretraining validates (gplace.gnn.pretrain.zero_shot_time;
+by the policy's own rollouts, as pretraining validates (gplace.gnn.validation.zero_shot_time;
 ``--zero-shot-prior``: with the untrained network's too, as `gplace place`), each against the
 problem's best heuristic, geometric mean. By default on a wider set than pretraining's 24
 problems: the 6 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random
@@ -20,8 +20,8 @@ from gplace.gnn.config import ORDERS, FinetuneConfig, PretrainConfig
 from gplace.gnn.corpus import list_corpus
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.policy import GNNPolicy
-from gplace.gnn.pretrain import (ProblemPool, build_state, cluster_of, greedy_time,
-                                 zero_shot_time)
+from gplace.gnn.pretrain import ProblemPool, build_state, cluster_of
+from gplace.gnn.validation import greedy_time, zero_shot_time
 
 
 def wide_problems() -> list:

@@ -16,7 +16,7 @@ def validation_rows(run: Path) -> list[tuple[int, float, float, float]]:
     """(step, zero-shot / best heuristic, greedy / best heuristic, share at or below 1 of the
     figure validated) of every validation in the Lightning CSV logs of one round's folder; nan
     where a figure was not logged."""
-    from gplace.gnn.pretrain import VAL_METRICS
+    from gplace.gnn.validation import VAL_METRICS
     rows = {}
     for path in sorted((run / "csv").glob("version_*/metrics.csv")):
         for row in csv.DictReader(path.open()):

@@ -42,8 +42,8 @@ from gplace.gnn.cache import graph_key
 from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import load_corpus_graph
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name
-from gplace.gnn.pretrain import (VAL_METRICS, ProblemPool, _geomean, _jsonable, cluster_of,
-                                  run_pretrain, val_key)
+from gplace.gnn.pretrain import ProblemPool, _jsonable, cluster_of, run_pretrain
+from gplace.gnn.validation import VAL_METRICS, geomean, val_key
 from gplace.io import atomic_write_bytes, atomic_write_text
 
 RESULT = "result.json"
@@ -155,14 +155,16 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
 
 def validate_start(cfg: PretrainConfig, run_dir: Path, log=sys.stderr) -> RoundResult:
     """The starting point of a run from ``cfg.init_from`` (a RoundResult numbered 0): that
-    policy's validation figure on the run's validation problems (pretrain.validation_pool), by
-    the rule the rounds are chosen by; computed once and kept in the run folder."""
+    policy's validation figure on the run's validation problems
+    (gplace.gnn.pretrain.validation_pool), by the rule the rounds are chosen by; computed once
+    and kept in the run folder."""
     path = run_dir / START
     if path.exists():
         return RoundResult(**json.loads(path.read_text()))
     from gplace.gnn.infer import policy_weights
     from gplace.gnn.policy import GNNPolicy
-    from gplace.gnn.pretrain import validation_figures, validation_pool, validation_rows
+    from gplace.gnn.pretrain import validation_pool
+    from gplace.gnn.validation import validation_figures, validation_rows
     began = time.perf_counter()
     policy = GNNPolicy.load(cfg.init_from)[0]
     pool = validation_pool(cfg, ProblemPool(cfg, "train", search=False))
@@ -214,7 +216,7 @@ def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> 
                 for r in json.loads(f.read_text())]
         result = RoundResult(
             k, None if start is None else str(start), sum(r[3] for r in rows),
-            _geomean([r[1] / r[2] for r in rows]) if rows else float("nan"),
+            geomean([r[1] / r[2] for r in rows]) if rows else float("nan"),
             # inf: no validation ran (max_steps < val_every)
             float(meta.get(val_key(rcfg)) or np.inf), meta["selected"],
             round(time.perf_counter() - began, 1), str(policy))

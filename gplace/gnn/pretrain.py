@@ -6,12 +6,12 @@ groups), over the preset clusters and over random clusters (gplace.gnn.random_cl
 training step takes ``problems_per_step`` of them, rolls out K placements each, simulates them
 in one batch per problem and applies :mod:`gplace.gnn.learn` (rewards relative to the problem's
 best heuristic). Elite sets start with the heuristics' placements and keep the best samples.
-Validation: each validation problem's zero-shot placement by the policy's own rollouts
-(VALIDATION_RULE: the best of the greedy and sampled rollouts in both of the list scheduler's
-orders, gplace.gnn.infer.best_rollout; ``gplace place`` adds the untrained network's rollouts,
-the same for every checkpoint), and its greedy rollout in the policy's order alone, against
-its best heuristic, as geometric means; the share at or below it. ``validate`` says which of
-the two picks the checkpoint (and, in expert iteration, the round).
+Validation (gplace.gnn.validation): each validation problem's zero-shot placement by the
+policy's own rollouts (the best of the greedy and sampled rollouts in both of the list
+scheduler's orders, gplace.gnn.infer.best_rollout; ``gplace place`` adds the untrained network's
+rollouts, the same for every checkpoint), and its greedy rollout in the policy's order alone,
+against its best heuristic, as geometric means; the share at or below it. ``validate`` says
+which of the two picks the checkpoint (and, in expert iteration, the round).
 
 Which problems a step takes and the rollouts' random numbers are functions of (seed, step), and
 the elite sets are saved in the checkpoint, so a resumed run is the very run it resumes.
@@ -39,17 +39,19 @@ from torch.utils.data import DataLoader
 from gplace.cluster import Cluster, load_cluster
 from gplace.cost import CostModel
 from gplace.errors import ConfigError
-from gplace.gnn.config import VALIDATIONS, FinetuneConfig, PretrainConfig
+from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import (CorpusGraph, describe, import_error, list_corpus,
                                 load_corpus_graph)
 from gplace.gnn.cache import cached, problem_key
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name, search_expert
-from gplace.gnn.infer import policy_weights, zero_shot
-from gplace.gnn.learn import ProblemState, greedy, loss, sample
+from gplace.gnn.infer import policy_weights
+from gplace.gnn.learn import ProblemState, loss, sample
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
 from gplace.gnn.schedule import build_sched
 from gplace.gnn.shared_arrays import ArrayPool
+from gplace.gnn.validation import (VAL_METRICS, geomean, val_key, validation_figures,
+                                    validation_rows)
 from gplace.graph import OpGraph
 from gplace.io import read_checkpoint
 from gplace.placers import SimMeasurer, get_placer
@@ -267,7 +269,7 @@ class PretrainModule(L.LightningModule):
             opt.step()
         logs = {"train/loss": float(total.detach())}
         if cfg.samples:
-            logs["train/best_sample_vs_heuristic"] = _geomean(
+            logs["train/best_sample_vs_heuristic"] = geomean(
                 [np.min(np.where(b.feasible, b.step_time_s, np.inf)) / pool.best_heuristic(i)
                  for b, i in zip(batches, idx)])
         self.log_dict(logs, prog_bar=True, batch_size=len(idx))
@@ -302,51 +304,10 @@ class PretrainModule(L.LightningModule):
             f"{float(flat.sum()):.12e} {float(flat.abs().sum()):.12e}\n")
 
 
-# the logged name of each validation figure: val/zero_shot_vs_heuristic, val/greedy_vs_heuristic
-VAL_METRICS = {rule: f"val/{rule.replace('-', '_')}_vs_heuristic" for rule in VALIDATIONS}
-
-
 def validation_pool(cfg: PretrainConfig, train: ProblemPool) -> ProblemPool:
     """The validation problems: the corpus' validation split, else ``train`` itself."""
     val = ProblemPool(cfg, "validation")
     return val if len(val) else train
-
-
-def validation_rows(policy: GNNPolicy, weights, pool: ProblemPool, indices) -> list[list[float]]:
-    """(problem index, greedy / best heuristic, zero-shot / best heuristic) of each problem of
-    ``pool`` in ``indices``: what validation_figures reads."""
-    rows = []
-    for i in indices:
-        state, best = pool.state(i), pool.best_heuristic(i)
-        rows.append([i, greedy_time(policy, state) / best, zero_shot_time(weights, state) / best])
-    return rows
-
-
-def greedy_time(policy: GNNPolicy, state: ProblemState) -> float:
-    """Step time of the greedy rollout (inf if it does not fit)."""
-    return _step_time(state, greedy(policy, state))
-
-
-# what validation measures: the policy's own zero-shot rollouts (without the untrained
-# network's, which are the same for every checkpoint and would hide the differences between them)
-VALIDATION_RULE = FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0,
-                                 estimate_contention=False)
-
-
-def zero_shot_time(weights, state: ProblemState, config: FinetuneConfig = VALIDATION_RULE) -> float:
-    """Step time of the zero-shot placement with ``gplace place``'s default seed under ``config``
-    (default: the validation's rule; inf if it does not fit)."""
-    return _step_time(state, zero_shot(weights, state.numpy_features, state.sched, 0, config))
-
-
-def _step_time(state: ProblemState, placement: np.ndarray) -> float:
-    m = state.measurer.measure(placement[None])
-    return float(m.step_time_s[0]) if m.feasible[0] else np.inf
-
-
-def val_key(cfg: PretrainConfig) -> str:
-    """The checkpoint metadata key of the validation figure a run chooses by."""
-    return VAL_METRICS[cfg.validate].replace("/", "_")
 
 
 def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
@@ -381,22 +342,6 @@ def _averaging(cfg: PretrainConfig) -> list:
     if cfg.ema_decay <= 0:
         return []
     return [L.pytorch.callbacks.EMAWeightAveraging(decay=cfg.ema_decay)]
-
-
-def validation_figures(rows: np.ndarray, rule: str) -> dict[str, float]:
-    """The logged validation figures from rows (problem index, greedy / best heuristic,
-    zero-shot / best heuristic) of every rank: geometric means over the distinct problems (the
-    distributed sampler repeats some to give ranks equal shares), and the share of ``rule``'s
-    ratios at or below 1."""
-    distinct = {int(r[0]): r[1:] for r in rows}
-    ratios = dict(zip(("greedy", "zero-shot"), np.array(list(distinct.values())).T))
-    return {**{VAL_METRICS[k]: _geomean(v) for k, v in ratios.items()},
-            "val/share_at_or_below": float(np.mean(ratios[rule] <= 1.0 + 1e-9))}
-
-
-def _geomean(x) -> float:
-    x = np.asarray(x, np.float64)
-    return float(np.exp(np.log(x).mean())) if x.size else float("nan")
 
 
 def _jsonable(d):

@@ -60,7 +60,7 @@ def test_the_checkpoint_is_the_best_of_the_figure_validated(corpus, tmp_path):
     """Both figures are logged; the run keeps the checkpoint best by ``validate``'s."""
     import csv
     from gplace.gnn.policy import GNNPolicy
-    from gplace.gnn.pretrain import VAL_METRICS, val_key
+    from gplace.gnn.validation import VAL_METRICS, val_key
     for rule in ("zero-shot", "greedy"):
         cfg = config(corpus, 6, validate=rule)
         meta = GNNPolicy.load(run_pretrain(cfg, tmp_path / f"{rule}.pt", tmp_path / rule,
@@ -124,7 +124,8 @@ def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     # the mean of the ranks' geometric means
     from gplace.gnn.infer import policy_weights
     from gplace.gnn.policy import GNNPolicy
-    from gplace.gnn.pretrain import ProblemPool, VAL_METRICS, zero_shot_time
+    from gplace.gnn.pretrain import ProblemPool
+    from gplace.gnn.validation import VAL_METRICS, zero_shot_time
     policy = GNNPolicy.load(tmp_path / "ddp.pt")[0]
     pool = ProblemPool(config(corpus, 2, random_clusters=1), "train", search=False)
     ratios = [zero_shot_time(policy_weights(policy), pool.state(i)) / pool.best_heuristic(i)
@@ -138,27 +139,6 @@ def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     assert logged[-1] == pytest.approx(np.exp(np.log(ratios).mean()), rel=1e-6)
 
 
-def test_validation_counts_each_problem_once():
-    from gplace.gnn.pretrain import VAL_METRICS, validation_figures
-    # rank 0 validated problems 0 and 2, rank 1 problems 1 and 0 (the sampler's padding)
-    rows = np.array([[0, 0.5, 0.8], [2, 2.0, 1.25], [1, 1.0, 1.0], [0, 0.5, 0.8]])
-    got = validation_figures(rows, "zero-shot")
-    assert got[VAL_METRICS["greedy"]] == pytest.approx(1.0)
-    assert got[VAL_METRICS["zero-shot"]] == pytest.approx(1.0)
-    assert got["val/share_at_or_below"] == pytest.approx(2 / 3)
-    assert validation_figures(rows, "greedy")["val/share_at_or_below"] == pytest.approx(2 / 3)
-
-
-def test_validation_keeps_its_rule_whatever_zero_shots_defaults():
-    """The card's validation figure stays comparable across releases: the policy's own
-    rollouts, chosen by the estimate without link waits, not polished, whatever
-    FinetuneConfig's defaults become (they differ today, so this can fail)."""
-    from gplace.gnn.config import FinetuneConfig
-    from gplace.gnn.pretrain import VALIDATION_RULE
-    rule, default = VALIDATION_RULE, FinetuneConfig()
-    assert (rule.zero_shot_prior, rule.zero_shot_polish, rule.estimate_contention) == (
-        False, 0, False)
-    assert default.zero_shot_prior and default.zero_shot_polish and default.estimate_contention
 
 
 @pytest.mark.slow
@@ -298,28 +278,3 @@ def test_the_other_order_is_the_same_problem_scheduled_the_other_way(corpus):
     assert pool.other_order(0) is other
     with pytest.raises(ConfigError, match="--train-orders"):
         config(corpus, 2, train_orders="all")
-
-
-def test_validation_measures_the_policys_own_rollouts():
-    """Pretraining validates zero-shot without the untrained network's rollouts, which are the
-    same for every checkpoint, and without the polish; `gplace place` adds them
-    (FinetuneConfig's default)."""
-    from gplace.cluster import load_cluster
-    from gplace.gnn.config import FinetuneConfig
-    from gplace.gnn.infer import policy_weights, zero_shot
-    from gplace.gnn.learn import ProblemState
-    from gplace.gnn.placer import load_policy
-    from gplace.gnn.pretrain import zero_shot_time
-    from gplace.placers import SimMeasurer
-    from gplace.problem import PlacementProblem
-    from gplace.sim.random_graphs import RandomDagConfig, random_dag
-    p = PlacementProblem.build(random_dag(RandomDagConfig(ops=150), 0), load_cluster("post-4gpu"))
-    state, weights = ProblemState(p, SimMeasurer(p)), policy_weights(load_policy()[0])
-
-    def step_time(config):
-        placement = zero_shot(weights, state.numpy_features, state.sched, 0, config)
-        return float(state.measurer.measure(placement[None]).step_time_s[0])
-
-    own = step_time(FinetuneConfig(zero_shot_prior=False, zero_shot_polish=0))
-    with_prior = step_time(FinetuneConfig())
-    assert zero_shot_time(weights, state) == own != with_prior
