@@ -1,5 +1,6 @@
-"""The exact placer (gplace.placers.optimal): hand-computed optima, exhaustive search on tiny
-problems, and the solver's makespan against the re-simulated step time."""
+"""The exact placer (gplace.placers.optimal, its constraint program in
+gplace.placers.cpsat_model): hand-computed optima, exhaustive search on tiny problems, and the
+solver's makespan against the re-simulated step time."""
 
 import itertools
 
@@ -12,7 +13,7 @@ from gplace.cluster import load_cluster  # noqa: E402
 from gplace.graph import OpGraph  # noqa: E402
 from gplace.placers import SimMeasurer, get_placer  # noqa: E402
 from gplace.placers.base import cheap_heuristics  # noqa: E402
-from gplace.placers.optimal import canonical, solve_isolated, OptimalConfig  # noqa: E402
+from gplace.placers.cpsat_model import canonical, solve_isolated, OptimalConfig  # noqa: E402
 from gplace.problem import PlacementProblem  # noqa: E402
 from gplace.sim import FastSimulator, lower_bound  # noqa: E402
 from gplace.sim.random_graphs import RandomDagConfig, random_cluster, random_dag  # noqa: E402
@@ -205,7 +206,7 @@ def test_a_control_edge_into_a_loop_waits_its_latency_per_run():
 
 def model_texts(problems) -> list[str]:
     """The text form of each problem's model (in this process: see model_texts_isolated)."""
-    from gplace.placers.optimal import build_model
+    from gplace.placers.cpsat_model import build_model
     models = [build_model(p, 1.0, OptimalConfig()) for p in problems]  # alive while read
     return [str(m.cp.Proto()) for m in models]
 
