@@ -151,7 +151,9 @@ def page(rows: list[dict], finetune: int, seeds: list[int], commit: str, wall: f
         "import fails with one line (exit 2).",
         "- A forward that does not return one scalar floating-point loss, keyword-only batch "
         "arguments, custom ops without an autograd formula.",
-        "- SGD with momentum or weight decay, AdamW, AMSGrad; learning-rate schedules.",
+        "- AMSGrad, `maximize` and learning-rate schedules. The optimizers are `sgd` (with "
+        "momentum, dampening, Nesterov and weight decay), `momentum`, `adam` and `adamw` "
+        "(`--optimizer adamw:lr=3e-4,weight_decay=0.1`; gplace/torchfront/optim.py).",
         "- Module paths in placement.json are attributed by data flow (the parameter an op "
         "reads), not the Python call stack, which AOT autograd's joint graph drops.",
         "- `--measure real` (TensorFlow's runtime) does not run PyTorch programs; the placed "
