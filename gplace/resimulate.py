@@ -20,10 +20,11 @@ from typing import Callable
 
 import numpy as np
 
-from gplace.calibrate import (CalibrateConfig, CalibrationReport, GraphCalibration, GraphSource,
-                              build_report, calibrated_cluster, calibration_placements,
-                              describe_link, kendall_tau, median_rel_error, scaled_profile,
-                              simulated_s, spearman_rho, write_report)
+from gplace.calibrate import (CalibrateConfig, GraphSource, calibrated_cluster,
+                              calibration_placements, scaled_profile, simulated_s)
+from gplace.calibration_report import (CalibrationReport, GraphCalibration, build_report,
+                                       describe_link, kendall_tau, median_rel_error,
+                                       spearman_rho, write_report)
 from gplace.cluster import Cluster, Link, load_cluster
 from gplace.cost import CostModel
 from gplace.errors import ConfigError
