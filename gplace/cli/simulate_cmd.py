@@ -35,19 +35,15 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="seed of --random, 0 <= seed < 2**32 (default 0)")
     p.add_argument("--max-units", type=int, metavar="U",
                    help="coarsen the colocation groups to at most U units (problem.py rule)")
-    p.add_argument("--cost-model", metavar="FILE", help="a saved CostModel (.json.gz)")
+    p.add_argument("--cost-model", metavar="FILE",
+                   help="a saved CostModel (.json.gz); default: the measured profile beside the "
+                        "model (<name>.profile.json.gz, `gplace profile`) for its devices' kind, "
+                        "roofline estimates elsewhere, as `gplace place` costs it")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace JSON here")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    from gplace.cli.place_cmd import add_torch_arguments
+    add_torch_arguments(p)
     return p
-
-
-def load_model(path: str):
-    """An OpGraph from a gplace .npz or via the importer (``gplace.load_graph``)."""
-    from gplace.graph import OpGraph
-    if str(path).endswith(".npz"):
-        return OpGraph.load(path)
-    import gplace
-    return gplace.load_graph(path)
 
 
 def read_placement_file(path: str) -> dict[str, str]:
@@ -64,8 +60,10 @@ def read_placement_file(path: str) -> dict[str, str]:
 
 
 def run(args) -> int:
+    from gplace.cli.inspect_cmd import load_any
+    from gplace.cli.place_cmd import torch_options
     from gplace.cluster import load_cluster
-    from gplace.cost import CostModel
+    from gplace.cost import CostModel, cost_model_for
     from gplace.problem import CoarsenConfig, PlacementProblem
     from gplace.sim import FastSimulator, lower_bound
     from gplace.sim.trace import write_trace
@@ -74,8 +72,8 @@ def run(args) -> int:
     if args.trace:
         checks.output_file(args.trace, "--trace")
     cluster = load_cluster(args.cluster)
-    graph = load_model(args.model)
-    model = CostModel.load(args.cost_model) if args.cost_model else CostModel()
+    graph = load_any(args.model, **torch_options(args))
+    model = CostModel.load(args.cost_model) if args.cost_model else cost_model_for(args.model)
     problem = PlacementProblem.build(graph, cluster, model, CoarsenConfig(args.max_units))
     sim = FastSimulator(problem)
     report: dict[str, Any] = {}

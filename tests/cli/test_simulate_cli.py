@@ -107,3 +107,24 @@ def test_clusters_lists_presets():
     assert {"post-2gpu", "post-4gpu", "hdp-8gpu", "nvlink-8gpu", "hetero", "local"} <= names
     text = gplace("clusters", "post-4gpu")
     assert "4x k80" in text.stdout
+
+
+def test_simulate_costs_by_the_profile_beside_the_model_and_reads_pt2_options():
+    """Without --cost-model, simulate costs a model as `gplace place` does: the measured
+    profile beside it for its devices' kind (the example's SGD step: every op measured); a
+    .pt2 takes --optimizer (Adam's updates add ops the SGD profile lacks: those are estimated);
+    the option on a TensorFlow model is one line and exit 2."""
+    from pathlib import Path
+    examples = Path(__file__).resolve().parents[2] / "gplace" / "examples" / "torch"
+    args = ["simulate", examples / "cnn.pt2", "--cluster", "local-procs", "--random", "2",
+            "--json"]
+    sgd, adam = gplace(*args), gplace(*args, "--optimizer", "adam")
+    assert sgd.returncode == 0 and adam.returncode == 0, sgd.stderr + adam.stderr
+    sgd, adam = json.loads(sgd.stdout), json.loads(adam.stdout)
+    assert sgd["estimated_devices"] == [] and sgd["cost_notes"] == [
+        "w0 (cpu): measured", "w1 (cpu): measured"]
+    assert adam["ops"] > sgd["ops"] and adam["estimated_devices"] == ["w0", "w1"]
+    bad = gplace("simulate", examples.parent / "small_resnet.pb", "--cluster", "post-4gpu",
+                 "--random", "1", "--optimizer", "adam")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
+    assert "apply to PyTorch (.pt2) models only" in bad.stderr
