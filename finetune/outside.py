@@ -25,8 +25,8 @@ neither, are kept.
 
 The definitions are finetune.study's (without_heuristics, with_heuristics, baselines), so the
 figures read as on finetune/RESULTS.md and pretrain/DOMAINS.md. Records go to
-finetune/outside.jsonl (one per case and seed; delete a line to rerun it), the page to
-finetune/OUTSIDE.md. Every step time is simulated.
+finetune/outside.jsonl (one per case and seed; delete a line and run its seed to redo it), the
+page to finetune/OUTSIDE.md. Every step time is simulated.
 
 ``--policy P`` places the cases of the records with the policy file P instead of the shipped
 one (the shipped policy's columns alone, records in runs/outside/policy-<digest>.jsonl) and
@@ -248,8 +248,8 @@ def write_page(records: list[dict]) -> None:
 
 {intro}
 
-Rebuilt by `nice .venv/bin/python -m finetune.outside` (records in finetune/outside.jsonl;
-delete a line to rerun its case), code at commit {commits}.
+Rebuilt by `nice .venv/bin/python -m finetune.outside --seeds 0 1 2` (records in
+finetune/outside.jsonl; delete a line to rerun its case), code at commit {commits}.
 
 {summary_table(records)}
 

@@ -32,14 +32,15 @@ OPTIMIZERS = ("sgd", "adam")
 
 SNIPPET = """\
 ```bash
-python -m gplace.examples.torch.build          # or: torch.export.save(torch.export.export(model, batch), "model.pt2")
-gplace place model.pt2 --optimizer adam --finetune 100 --out out/   # forward returns the loss
+python -m gplace.examples.torch.build --out .  # cnn.pt2, gpt.pt2, lstm.pt2, recsys.pt2, gnn.pt2 here
+# yours: torch.export.save(torch.export.export(model, batch), "model.pt2"), forward -> loss
+gplace place cnn.pt2 --optimizer adam --finetune 100 --out out/
 ```
 ```python
 import gplace
 from gplace import torchfront
-graph = gplace.load_graph("model.pt2", optimizer="adam")   # forward + backward + Adam, one OpGraph
-placed = torchfront.load_placed("model.pt2", "out/placement.json")  # cut at device changes
+graph = gplace.load_graph("cnn.pt2", optimizer="adam")   # forward + backward + Adam, one OpGraph
+placed = torchfront.load_placed("cnn.pt2", "out/placement.json")  # cut at device changes
 loss, *new_state = placed.run()  # on the example batch; run(inputs) for yours
 ```"""
 

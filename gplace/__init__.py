@@ -20,7 +20,9 @@ def load_graph(source, **options) -> OpGraph:
     ``tf.compat.v1.GraphDef`` or a ``tf.Graph`` into an OpGraph; see :mod:`gplace.importer`.
     A PyTorch ``torch.export`` program (``.pt2``, forward: batch -> scalar loss) imports as one
     training step, its backward and optimizer included, with the options ``optimizer``
-    ("sgd" or "adam") and ``trust`` (allow pickled payloads); see :mod:`gplace.torchfront`."""
+    ("sgd", "momentum", "adam" or "adamw", with hyperparameters as "adamw:lr=3e-4,
+    weight_decay=0.1"; gplace.torchfront.optim) and ``trust`` (allow pickled payloads); see
+    :mod:`gplace.torchfront`."""
     from gplace.importer import load_graph as _load
     return _load(source, **options)
 

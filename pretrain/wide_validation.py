@@ -1,6 +1,6 @@
 """Validation figures of policy checkpoints: the greedy rollout and the zero-shot placement
 by the policy's own rollouts, as pretraining validates (gplace.gnn.validation.zero_shot_time;
-``--zero-shot-prior``: with the untrained network's too, as `gplace place`), each against the
+``--zero-shot-prior``: as `gplace place` makes it, FinetuneConfig's defaults), each against the
 problem's best heuristic, geometric mean. By default on a wider set than pretraining's 24
 problems: the 6 validation graphs x post-2gpu, post-4gpu, hetero, hdp-8gpu and 4 random
 clusters used nowhere else (48 problems; pretrain/README.md quotes it); ``--card``: the 24
@@ -21,7 +21,7 @@ from gplace.gnn.corpus import list_corpus
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.pretrain import ProblemPool, build_state, cluster_of
-from gplace.gnn.validation import greedy_time, zero_shot_time
+from gplace.gnn.validation import VALIDATION_RULE, greedy_time, zero_shot_time
 
 
 def wide_problems() -> list:
@@ -55,8 +55,8 @@ def main(argv=None) -> None:
                     help="with --card: the random clusters per training graph of the run (0: "
                          "the 18 preset problems)")
     ap.add_argument("--zero-shot-prior", action="store_true",
-                    help="zero-shot also rolls out the untrained network's scores in the other "
-                         "order, as `gplace place` (FinetuneConfig.zero_shot_prior)")
+                    help="zero-shot as `gplace place` makes it (FinetuneConfig's defaults: "
+                         "the untrained network's rollouts too, the polish, link queues)")
     ap.add_argument("--order", choices=ORDERS, default="rank",
                     help="the list scheduler's order of the problems and the checkpoints")
     args = ap.parse_args(argv)
@@ -69,7 +69,7 @@ def main(argv=None) -> None:
         ap.error(f"the problems are built in the {args.order} order: give checkpoints of that "
                  "order (--order)")
     weights = {p: policy_weights(pol) for p, pol in pols.items()}
-    config = FinetuneConfig(zero_shot_prior=args.zero_shot_prior)
+    config = FinetuneConfig() if args.zero_shot_prior else VALIDATION_RULE
     res = {p: ([], []) for p in pols}
     for st in states(args.card, args.order, args.random_clusters):
         for p, pol in pols.items():

@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-nice $PY -m finetune.outside                      # finetune/OUTSIDE.md
+nice $PY -m finetune.outside --seeds 0 1 2        # finetune/OUTSIDE.md
 nice $PY -m pretrain.domains                      # pretrain/DOMAINS.md, the shipped columns
 nice $PY -m finetune.optimality --refresh-place   # finetune/OPTIMALITY.md
 nice $PY -m pretrain.specialize                   # pretrain/SPECIALIZE.md

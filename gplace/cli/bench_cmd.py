@@ -25,8 +25,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=checks.count(1, checks.MAX_SEEDS, "seeds per method"),
                    default=3, help="seeds per sampling method (default 3)")
     p.add_argument("--units", type=checks.count(0, 10**6, "units"), default=64,
-                   help="coarsen to at most this many units; 0 keeps colocation groups")
-    p.add_argument("--out", default="bench-out", help="output directory")
+                   help="coarsen to at most this many units; 0 keeps colocation groups "
+                        "(default 64)")
+    p.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     return p
 

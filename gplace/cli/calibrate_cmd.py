@@ -67,8 +67,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "(receiver, the default), or folded into the link's bandwidth (link, "
                         "the model before)")
     p.add_argument("--resimulate", action="store_true",
-                   help="re-score the run already in --out with the current simulator; starts "
-                        "no TensorFlow process (graphs: the run's)")
+                   help="re-score the run already in --out (its calibration.json, profiles/ "
+                        "and graphs/) with the current simulator; starts no TensorFlow "
+                        "process when they are all there")
     p.add_argument("--no-overhead", action="store_true",
                    help="do not add the measured per-step RPC cost to simulated times")
     p.add_argument("--allow-unsafe", action="store_true",

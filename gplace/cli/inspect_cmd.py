@@ -12,7 +12,8 @@ from gplace.cli import checks
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="import a graph and print its ops, groups, FLOPs and loops",
                        description="Import a TensorFlow graph (.pb, .pbtxt, .meta, SavedModel "
-                                   "directory or a gplace .npz) and summarize it.")
+                                   "directory), a PyTorch training step (.pt2, torch.export) "
+                                   "or a gplace .npz and summarize it.")
     p.add_argument("model", help="graph file or SavedModel directory")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     p.add_argument("--unknown-dim", type=int, default=1, metavar="N",

@@ -11,12 +11,13 @@ from gplace.cli import checks
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="place a graph: zero-shot, fine-tuned, exported with a report",
-                       description="Place every op of a TensorFlow training graph on a device. "
-                                   "Runs the pretrained policy zero-shot, then spends --finetune "
-                                   "measured placements on policy samples (Post's objective) and, "
-                                   "more and more, on policy-guided local moves of the best "
-                                   "placement; runs the cheap heuristics alongside and keeps the "
-                                   "fastest feasible placement.")
+                       description="Place every op of a TensorFlow or PyTorch (.pt2) "
+                                   "training step on a device. Runs the pretrained policy "
+                                   "zero-shot, then spends --finetune measured placements on "
+                                   "policy samples (Post's objective) and, more and more, on "
+                                   "policy-guided local moves of the best placement; runs the "
+                                   "cheap heuristics alongside and keeps the fastest feasible "
+                                   "placement.")
     p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, or a PyTorch "
                                  "torch.export program (.pt2) whose forward returns the loss")
     add_torch_arguments(p)

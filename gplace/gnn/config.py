@@ -87,11 +87,14 @@ class PretrainConfig:
                                    # graph), besides the presets
     problems_per_step: int = 4     # (graph, cluster) problems per training step
     max_steps: int = 1600          # training steps of each round's imitation (the shipped
-                                   # round's best validation was at step 1,400)
+                                   # round's best validation was at its last, step 1,600)
     val_every: int = 100           # training steps between validations
     validate: str = "zero-shot"    # the placement validated (and the rounds and checkpoints
-                                   # chosen by): "zero-shot", the one `gplace place` starts
-                                   # from (gplace.gnn.infer.zero_shot, seed 0), or "greedy",
+                                   # chosen by): "zero-shot", the best of the policy's own
+                                   # rollouts (seed 0; without the rollouts of the untrained
+                                   # network, the polish and the link queues that `gplace
+                                   # place` adds: gplace.gnn.validation.VALIDATION_RULE), or
+                                   # "greedy",
                                    # the greedy rollout in the policy's order alone
     hidden_channels: int = 64      # width of the network's layers
     num_layers: int = 3            # message-passing layers of the graph encoder

@@ -97,7 +97,8 @@ def build_model(problem: PlacementProblem, horizon_s: float, cfg: OptimalConfig)
     tasks = int(fits[problem.unit_of_op].sum())
     if tasks > cfg.max_tasks:
         raise ConfigError(f"the exact placer would need {tasks} (op, device) intervals, over "
-                          f"max_tasks = {cfg.max_tasks}; coarsen the problem (--max-units)")
+                          f"max_tasks = {cfg.max_tasks}: it is for small problems (a coarser "
+                          f"problem: PlacementProblem.build's CoarsenConfig)")
     # 1% spare above the horizon: the start's relabelled twin may simulate a tie slower
     m = Model(problem, horizon_s / cfg.resolution, cfg.resolution + cfg.resolution // 100)
     _placement_vars(m, fits)

@@ -139,8 +139,6 @@ def test_two_ddp_processes_train_the_same_model(corpus, tmp_path):
     assert logged[-1] == pytest.approx(np.exp(np.log(ratios).mean()), rel=1e-6)
 
 
-
-
 @pytest.mark.slow
 def test_experts_join_the_elites_are_cached_and_imitation_only_trains(corpus, tmp_path):
     """An expert is at least as fast as the best heuristic, is cached, does not move the

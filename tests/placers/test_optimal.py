@@ -213,7 +213,7 @@ def model_texts(problems) -> list[str]:
 
 def model_texts_isolated(problems) -> list[str]:
     """model_texts in a fresh process where TensorFlow is loaded here (an earlier test read a
-    .pb): its protobuf and OR-Tools' clash, as optimal.solve_isolated says."""
+    .pb): its protobuf and OR-Tools' clash, as cpsat_model.solve_isolated says."""
     import sys
     if "tensorflow" not in sys.modules:
         return model_texts(problems)
