@@ -28,7 +28,7 @@ class GraphSpec:
     kwargs: dict[str, Any] = field(default_factory=dict)
     op_set: str = "keras3"    # "keras3" (decomposed batch norm) or "classic" (tf-keras)
     warmup_steps: int = 2
-    traced_steps: int = 5     # >= 5 everywhere (DESIGN.md, "CostModel")
+    traced_steps: int = 5     # >= 5 everywhere (gplace.profiler's rule)
     timed_steps: int = 3
     timeout_s: int = 1200     # per graph, build + profile, in its own process
     quick: bool = False       # part of the --quick corpus (tests), not of the full one

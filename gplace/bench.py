@@ -32,8 +32,8 @@ class BenchConfig:
     methods: tuple[str, ...] = ("post", "pg", "random", "hill", "single")
     budget: int = 2400           # evaluated placements per sampling method and seed (Post: ~2400)
     seeds: int = 3
-    units: int | None = 64       # coarsen to at most this many units (DESIGN.md: Post matches one
-                                 # GPU only near 64 units); None keeps the colocation groups
+    units: int | None = 64       # coarsen to at most this many units (Post's per-unit
+                                 # table is meant for tens); None keeps the colocation groups
     extra: dict = field(default_factory=dict)
 
 

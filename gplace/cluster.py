@@ -1,4 +1,4 @@
-"""Cluster: the devices a graph is placed on and the links between them (DESIGN.md, "Cluster").
+"""Cluster: the devices a graph is placed on and the links between them.
 
 A cluster is read from YAML (``Cluster.from_yaml``) or picked by preset name
 (``load_cluster("post-4gpu")``); the presets live in ``gplace/clusters/*.yaml`` and carry the

@@ -1,4 +1,4 @@
-"""CostModel: the time and memory of every op on every device (DESIGN.md, "CostModel").
+"""CostModel: the time and memory of every op on every device.
 
 Measured where we can, estimated where we must, and always saying which (alpa's profiling
 database idea: measured tables and analytic estimates behind one interface, saved and loaded):

@@ -1,4 +1,4 @@
-"""OpGraph: the immutable, array-based model of one training-step graph (DESIGN.md, "OpGraph").
+"""OpGraph: the immutable, array-based model of one training-step graph.
 
 Every per-op and per-edge quantity is a numpy array indexed by op (or edge) id; no Python object
 per op. Op ids follow the order of the source GraphDef.

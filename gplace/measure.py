@@ -1,4 +1,4 @@
-"""How placements are measured (DESIGN.md, "Measurer"): a leaf module every part shares.
+"""How placements are measured : a leaf module every part shares.
 
 A Measurer turns a batch of (units,) placements into step times, feasibility and peak memory.
 The simulator (:class:`gplace.sim.measurer.SimMeasurer`) and real TensorFlow runs

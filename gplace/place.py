@@ -1,5 +1,5 @@
-"""``gplace place``: a new graph in, the fastest feasible placement found out (DESIGN.md,
-"place()"). Import, zero-shot placement from the pretrained policy, fine-tuning with Post's
+"""``gplace place``: a new graph in, the fastest feasible placement found out.
+Import, zero-shot placement from the pretrained policy, fine-tuning with Post's
 objective for N measured placements, and the cheap heuristics alongside: the result is never
 slower than the best of them, and always fits in memory when anything found fits.
 """

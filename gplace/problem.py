@@ -1,11 +1,11 @@
-"""PlacementProblem: a graph, a cluster and the cost of every op on every device (DESIGN.md).
+"""PlacementProblem: a graph, a cluster and the cost of every op on every device.
 
 The unit of placement is the colocation group (``OpGraph.group``): TF forces a resource
 variable's readers and every ``loc:@x`` op onto one device, so a placement is one device index
 per unit and :meth:`PlacementProblem.expand` turns it into one device per op.
 
-Coarsening (optional, ``CoarsenConfig.max_units``), as HDP's grouper and DESIGN.md's first
-measurement ask for: repeatedly take the lightest unit (least best-device time, ties by lower id)
+Coarsening (optional, ``CoarsenConfig.max_units``), as HDP's grouper does (Mirhoseini
+et al., ICLR 2018): repeatedly take the lightest unit (least best-device time, ties by lower id)
 and merge it into the neighbour it exchanges the most bytes with (data edges, both directions;
 a control edge counts 1 byte; ties by lower id); a unit with no neighbour merges into the next
 lightest unit. Stop at ``max_units``. Colocation groups are never split (units only merge).
@@ -29,8 +29,8 @@ from gplace.graph import OpGraph
 
 @dataclass(frozen=True)
 class CoarsenConfig:
-    max_units: int | None = None  # None keeps the colocation groups; ~64 is where Post matched
-                                  # one GPU in DESIGN.md's prototype
+    max_units: int | None = None  # None keeps the colocation groups; Post's per-unit
+                                  # table is meant for tens of units
 
 
 @dataclass(frozen=True, eq=False)

@@ -1,7 +1,7 @@
 """CostProfile: per-op costs of one graph measured on one kind of device.
 
 A profile is what ``datasets.build`` and ``gplace profile`` measure with TensorFlow's
-``RunMetadata.step_stats`` under ``FULL_TRACE``; the cost model (DESIGN.md, "CostModel") reads it
+``RunMetadata.step_stats`` under ``FULL_TRACE``; the cost model (gplace.cost) reads it
 for every cluster device of the same ``device_kind``. Stored as gzip-compressed JSON so that it
 diffs, compresses well (about 10x) and never needs unpickling.
 """

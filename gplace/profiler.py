@@ -1,6 +1,6 @@
 """Measure the per-op costs of one training-step GraphDef on this machine's CPU.
 
-Method (DESIGN.md, "CostModel"; the measurement Post, Placeto and Baechi profile with):
+Method (the measurement Post, Placeto and Baechi profile with):
 TensorFlow ``RunMetadata.step_stats`` under ``RunOptions(trace_level=FULL_TRACE)``, with
 inter-op and intra-op threads both 1 so that ops run one at a time on one core and an op's time
 is its own, not a share of a contended pool. Warm-up steps first (allocator growth, first-run
@@ -55,7 +55,7 @@ from gplace.profile import CostProfile
 @dataclass(frozen=True)
 class ProfileConfig:
     warmup_steps: int = 2     # untraced; first steps allocate and set up kernels
-    traced_steps: int = 5     # FULL_TRACE steps; per-op medians over these (DESIGN.md: >= 5)
+    traced_steps: int = 5     # FULL_TRACE steps; per-op medians over these (at least 5)
     timed_steps: int = 5      # untraced steps: meta["untraced_step_time_s"], tracing-free
     inter_op_threads: int = 1  # one op at a time: op times are not shares of a pool
     intra_op_threads: int = 1  # one core per kernel: comparable across graphs, no contention

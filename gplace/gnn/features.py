@@ -1,4 +1,4 @@
-"""Features of a placement problem for the GNN policy (DESIGN.md, "Policy").
+"""Features of a placement problem for the GNN policy (gplace.gnn.policy).
 
 Everything is relative or log-scaled so that one network reads graphs of any size and clusters
 of any number and kind of devices:

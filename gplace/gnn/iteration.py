@@ -1,5 +1,5 @@
-"""Expert iteration over a corpus, the recipe of ``gplace pretrain`` (DESIGN.md, "Pretraining";
-Anthony, Tian and Barber 2017, "Thinking Fast and Slow with Deep Learning and Tree Search").
+"""Expert iteration over a corpus, the recipe of ``gplace pretrain`` (Anthony, Tian and
+Barber 2017, "Thinking Fast and Slow with Deep Learning and Tree Search").
 
 Each round searches an expert for every training problem (gplace.gnn.experts: the fine-tuning
 pipeline from the round's starting policy, seeded with the heuristics and every earlier expert

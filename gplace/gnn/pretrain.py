@@ -1,5 +1,5 @@
 """One pretraining run of the list-scheduler policy over a corpus with Post's objective
-(DESIGN.md, "Pretraining"); expert iteration (gplace.gnn.iteration) runs one per round.
+(Gao, Chen and Li, NeurIPS 2018); expert iteration (gplace.gnn.iteration) runs one per round.
 
 Problems are (graph, cluster) pairs of the training split at full granularity (colocation
 groups), over the preset clusters and over random clusters (gplace.gnn.random_clusters). Each

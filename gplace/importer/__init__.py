@@ -1,4 +1,4 @@
-"""Import a TensorFlow graph into an OpGraph (DESIGN.md, "OpGraph"); it never runs the graph.
+"""Import a TensorFlow graph into an OpGraph (gplace.graph); it never runs the graph.
 
     graph = gplace.load_graph("model.pb")
 

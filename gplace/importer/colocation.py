@@ -1,5 +1,5 @@
-"""Colocation groups: the ops TensorFlow forces onto one device (DESIGN.md, "Colocation is a
-hard constraint"). Three rules, merged with union-find:
+"""Colocation groups: the ops TensorFlow forces onto one device, a hard
+constraint and the unit of placement. Three rules, merged with union-find:
 
 1. explicit: ``_class: "loc:@x"`` on op y puts y with x;
 2. implicit: every consumer of a resource handle or of a reference tensor (``float32_ref``)

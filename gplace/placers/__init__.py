@@ -1,4 +1,4 @@
-"""Placers by name (DESIGN.md, "Placers"): ``get_placer(name, seed=...).place(problem,
+"""Placers by name: ``get_placer(name, seed=...).place(problem,
 measurer, budget)``. Importing this package registers the cheap heuristics; the other placers
 (some import torch, seconds) register when a name is first looked up (gplace.placers.base)."""
 

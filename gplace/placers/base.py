@@ -1,4 +1,4 @@
-"""One interface for every placer, heuristic or learned (DESIGN.md, "Placers").
+"""One interface for every placer, heuristic or learned.
 
     placer = get_placer("post", seed=0)
     result = placer.place(problem, SimMeasurer(problem), budget=2400)

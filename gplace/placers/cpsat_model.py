@@ -1,6 +1,6 @@
 """The exact placer's constraint program (gplace.placers.optimal), for OR-Tools CP-SAT.
 
-The placement problem as the simulator defines it (DESIGN.md, "Simulator"), as a constraint
+The placement problem as the simulator defines it (gplace.sim.reference), as a constraint
 program in the style of Tarnawski et al. (NeurIPS 2020, "Efficient algorithms for device
 placement of DNN graph operators", who solve placement exactly as an integer program) with
 CP-SAT's optional intervals and NoOverlap / Cumulative (OR-Tools, "scheduling" in the CP-SAT

@@ -1,6 +1,6 @@
 """``optimal``: an exact placer for small problems, with OR-Tools CP-SAT.
 
-It solves the placement problem as the simulator defines it (DESIGN.md, "Simulator"),
+It solves the placement problem as the simulator defines it (gplace.sim.reference),
 relaxed to a constraint program (gplace.placers.cpsat_model, in the style of Tarnawski et
 al., NeurIPS 2020, who solve placement exactly as an integer program), and simulates the
 solver's placements.

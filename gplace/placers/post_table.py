@@ -22,7 +22,7 @@ from gplace.problem import PlacementProblem
 
 @dataclass(frozen=True)
 class PostConfig:
-    batch: int = 20              # K: placements sampled per PPO batch (DESIGN.md prototype: 20)
+    batch: int = 20              # K: placements sampled per PPO batch
     refit_every: int = 100       # N: samples between cross-entropy refits (prototype: 100)
     ppo_epochs: int = 10         # gradient steps per batch; Post: "about 10"
     lr: float = 0.05             # Adam on the logits; the logit table is one layer, so larger

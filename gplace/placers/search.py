@@ -3,8 +3,7 @@ simulated annealing and a genetic algorithm. Every evaluated placement counts.
 
 Hill climbing and annealing start from the best single-device placement (D samples), or from
 the best of the ``seeds`` placements they are given (e.g. the cheap heuristics', measured
-without charge as ``place`` does): a local search from a good start is what beat Post in
-DESIGN.md's first measurement.
+without charge as ``place`` does).
 """
 
 from __future__ import annotations

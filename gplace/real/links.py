@@ -1,7 +1,7 @@
 """Link model of a real cluster, fitted from a transfer benchmark.
 
-The simulator charges a tensor sent between devices ``latency + bytes / bandwidth`` (DESIGN.md,
-"Simulator"). Here both are measured: a float32 tensor of ``n`` bytes hops back and forth
+The simulator charges a tensor sent between devices ``latency + bytes / bandwidth`` (gplace.sim).
+Here both are measured: a float32 tensor of ``n`` bytes hops back and forth
 between tasks ``a`` and ``b`` along a chain of identities (each hop waits for the whole tensor),
 against a baseline step in which the same chain stays on ``a``; the extra step time divided by
 the number of hops (32 for small tensors, 2 for large ones) is the cost of one transfer. Least squares of extra time on bytes gives the latency (intercept)

@@ -1,4 +1,4 @@
-"""RealMeasurer: step times of placements run for real in TensorFlow (DESIGN.md, "RealMeasurer").
+"""RealMeasurer: step times of placements run for real in TensorFlow.
 
     with RealMeasurer(problem, "model.pb") as real:      # local-procs: starts the servers
         m = real.measure(placements)                     # (B, units) -> Measurement

@@ -1,6 +1,6 @@
 """TensorFlow server processes for real runs: ``local-procs`` and clusters on other hosts.
 
-``local-procs`` (DESIGN.md, "Cluster"): ``LocalProcs(n)`` starts ``n`` TF servers
+``local-procs`` (gplace.cluster): ``LocalProcs(n)`` starts ``n`` TF servers
 (``tf.distribute.Server``, gRPC on 127.0.0.1), one per task of the job ``worker``; each child
 pins itself to its own CPU cores (``os.sched_setaffinity``) and sizes its inter- and intra-op
 thread pools to them, so ops placed on different tasks really run in parallel and a tensor that

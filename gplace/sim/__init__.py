@@ -1,4 +1,4 @@
-"""The discrete-event simulator of one training step (DESIGN.md, "Simulator").
+"""The discrete-event simulator of one training step.
 
 * :func:`simulate_reference` (:mod:`gplace.sim.reference`): plain Python, the specification;
 * :class:`FastSimulator` (:mod:`gplace.sim.fast`): numba, batch API, bit-identical results;

@@ -1,4 +1,4 @@
-"""Lower bounds on the simulated step time (DESIGN.md, "Simulator").
+"""Lower bounds on the simulated step time (gplace.sim).
 
 The simple bound, max(critical path, work bound):
 

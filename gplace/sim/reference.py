@@ -1,6 +1,6 @@
 """The reference simulator: a plain Python event loop, written to be obviously right.
 
-Semantics (DESIGN.md, "Simulator"); :mod:`gplace.sim.fast` must give the same floats:
+Semantics; :mod:`gplace.sim.fast` must give the same floats:
 
 * Tasks are ops and transfers, taken from one heap in order of (ready time, key). An op's key
   is its topological rank (``OpGraph.topo_order``); a transfer of output ``j`` to device ``d``

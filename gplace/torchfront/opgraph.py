@@ -1,4 +1,4 @@
-"""A StepGraph as an OpGraph (DESIGN.md, "OpGraph").
+"""A StepGraph as an OpGraph (gplace.graph).
 
 Ops are the FX nodes (placeholders, ``get_attr`` constants and calls); a ``getitem`` node is
 not an op but output ``i`` of the op it indexes, as a multi-output TensorFlow op. Names say
@@ -7,8 +7,8 @@ the pass the way the TensorFlow importer's graphs do: ``params/<fqn>``, ``buffer
 ``optimizer/<fqn>/<kind>`` for the update (``sgd``, ``momentum``, ``adam`` or ``adamw``), the
 FX node name for the forward.
 
-Colocation (DESIGN.md, "Colocation is a hard constraint"; the rules TensorFlow applies to a
-variable's consumers, here made explicit):
+Colocation (a hard constraint, as gplace.importer.colocation says; the rules TensorFlow applies
+to a variable's consumers, here made explicit):
 
 1. a parameter, its optimizer state, its update, and the additions that accumulate its
    gradient from several uses (a tied weight) form one group;

@@ -1,5 +1,5 @@
-"""Measured CPU costs of a step graph: every node run one at a time, timed (DESIGN.md,
-"CostModel": measured where possible).
+"""Measured CPU costs of a step graph: every node run one at a time, timed (the cost
+model, gplace.cost, uses measured times where it has them).
 
 An FX Interpreter runs the step; each op's time is the wall time of its node (and of the
 ``getitem`` nodes that pick its outputs), the median over ``steps`` runs after ``warmup``,

@@ -1,6 +1,6 @@
 """The classic heuristics on graphs whose best placement is known by hand.
 
-Costs come from the default CostModel (roofline at efficiency 0.5, DESIGN.md "CostModel"): with
+Costs come from the default CostModel (roofline at efficiency 0.5, gplace.cost): with
 peak 1e12 FLOP/s, 1e12 FLOPs take 2 s; memory bandwidth is 1e18 B/s and launch overhead 0, so
 the bytes term is negligible (below 1e-7 s) and step times match the hand figures to 1e-6.
 """
