@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import logging
 import sys
 import time
 import warnings
@@ -46,6 +45,7 @@ from gplace.gnn.cache import cached, problem_key
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name, search_expert
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.learn import ProblemState, loss, sample
+from gplace.gnn.lightning_io import averaging, quiet_lightning_tips, select_best
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
 from gplace.gnn.schedule import build_sched
@@ -53,7 +53,6 @@ from gplace.gnn.shared_arrays import ArrayPool
 from gplace.gnn.validation import (VAL_METRICS, geomean, val_key, validation_figures,
                                     validation_rows)
 from gplace.graph import OpGraph
-from gplace.io import read_checkpoint
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
@@ -310,58 +309,10 @@ def validation_pool(cfg: PretrainConfig, train: ProblemPool) -> ProblemPool:
     return val if len(val) else train
 
 
-def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
-    """Loads the weights of the best validation checkpoint into ``policy`` (model selection
-    on the validation split); (checkpoint name, its validation figure), or None."""
-    path = getattr(callback, "best_model_path", "")
-    if not path or not Path(path).exists():
-        return None
-    state = read_checkpoint(path, "Lightning checkpoint")["state_dict"]
-    policy.load_state_dict({k[len("policy."):]: v for k, v in state.items()
-                            if k.startswith("policy.")})
-    return Path(path).name, float(callback.best_model_score)
-
-
-def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = None) -> Path:
-    """Writes the policy of a Lightning checkpoint of this module (e.g. ``best-step=...ckpt``
-    or ``last.ckpt``) as a policy file that ``gplace.load`` reads."""
-    record = read_checkpoint(ckpt, "Lightning checkpoint")
-    cfg = record["hyper_parameters"]["config"]
-    policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"], cfg.get("type_channels", 16),
-                       head_hidden=cfg.get("head_hidden", 0), order=cfg.get("order", "rank"))
-    policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()
-                            if k.startswith("policy.")})
-    steps = int(record["global_step"]) // int(cfg["learn"]["ppo_epochs"])
-    policy.save(out, meta={"config": cfg, "steps": steps, "exported_from": Path(ckpt).name,
-                           **(meta or {})})
-    return Path(out)
-
-
-def _averaging(cfg: PretrainConfig) -> list:
-    """The EMA callback (validation, checkpoints and the written policy use the average)."""
-    if cfg.ema_decay <= 0:
-        return []
-    return [L.pytorch.callbacks.EMAWeightAveraging(decay=cfg.ema_decay)]
-
-
 def _jsonable(d):
     if isinstance(d, dict):
         return {k: _jsonable(v) for k, v in d.items()}
     return list(d) if isinstance(d, tuple) else d
-
-
-class _NoTips(logging.Filter):
-    """Drops Lightning's advertisement of its cloud logger from our output (its device lines
-    stay)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("\N{ELECTRIC LIGHT BULB} Tip")
-
-
-def _quiet_lightning_tips() -> None:
-    rank_zero = logging.getLogger("lightning.pytorch.utilities.rank_zero")
-    if not any(isinstance(f, _NoTips) for f in rank_zero.filters):
-        rank_zero.addFilter(_NoTips())
 
 
 def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = False,
@@ -378,7 +329,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
               file=log)
     # Manual optimization: Lightning counts optimizer steps, ppo_epochs of them per batch.
     per_batch = cfg.learn.ppo_epochs
-    _quiet_lightning_tips()
+    quiet_lightning_tips()
     trainer = L.Trainer(
         max_steps=cfg.max_steps * per_batch, accelerator="cpu", devices=devices, num_nodes=num_nodes,
         # the experts' searches run between the processes' start and the first barrier
@@ -388,7 +339,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         num_sanity_val_steps=0, log_every_n_steps=1, enable_progress_bar=progress,
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
-        callbacks=_averaging(cfg) + list(callbacks) + [
+        callbacks=averaging(cfg) + list(callbacks) + [
                    L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
                                                        every_n_train_steps=10 * per_batch),
                    L.pytorch.callbacks.ModelCheckpoint(

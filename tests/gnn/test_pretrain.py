@@ -56,6 +56,25 @@ def test_pretrain_writes_a_checkpoint_and_logs(corpus, tmp_path):
     assert any((tmp_path / "runs" / "tb").rglob("events.out.tfevents.*"))
 
 
+def test_a_runs_best_checkpoint_exports_as_the_policy_it_wrote(corpus, tmp_path):
+    """export_checkpoint turns a run's Lightning checkpoint into a policy file: the best
+    validation checkpoint's is the policy the run wrote (weights and step), the last one's
+    holds the last step."""
+    from gplace.gnn.lightning_io import export_checkpoint
+    from gplace.gnn.policy import GNNPolicy
+    out = run_pretrain(config(corpus, 5), tmp_path / "p.pt", tmp_path / "runs", progress=False)
+    written, meta = GNNPolicy.load(out)
+    ckpts = tmp_path / "runs" / "checkpoints"
+    best = next(ckpts.glob("best-step=*.ckpt"))
+    exported, emeta = GNNPolicy.load(export_checkpoint(best, tmp_path / "best.pt"))
+    a, b = written.state_dict(), exported.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert f"({best.name})" in meta["selected"] and emeta["exported_from"] == best.name
+    assert emeta["steps"] == int(best.stem.split("=")[1]) // 2  # ppo_epochs 2
+    last = GNNPolicy.load(export_checkpoint(ckpts / "last.ckpt", tmp_path / "last.pt"))[1]
+    assert last["steps"] == 5
+
+
 def test_the_checkpoint_is_the_best_of_the_figure_validated(corpus, tmp_path):
     """Both figures are logged; the run keeps the checkpoint best by ``validate``'s."""
     import csv
@@ -256,9 +275,9 @@ def test_experts_of_the_untrained_network_are_named_by_its_order():
 def test_lightning_keeps_its_device_lines_and_drops_its_advertisement(caplog, tmp_path):
     import logging
     import lightning as L
-    from gplace.gnn.pretrain import _quiet_lightning_tips
-    _quiet_lightning_tips()
-    _quiet_lightning_tips()  # idempotent: one filter
+    from gplace.gnn.lightning_io import quiet_lightning_tips
+    quiet_lightning_tips()
+    quiet_lightning_tips()  # idempotent: one filter
     caplog.set_level(logging.INFO)
     L.Trainer(accelerator="cpu", logger=L.pytorch.loggers.CSVLogger(tmp_path),
               enable_progress_bar=False, enable_checkpointing=False)
