@@ -6,7 +6,7 @@ import argparse
 import json
 import time
 
-from gplace.cli import checks
+from gplace.cli import checks, models
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -19,8 +19,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--unknown-dim", type=int, default=1, metavar="N",
                    help="size given to unknown dimensions such as a None batch (default: 1)")
     p.add_argument("--save", metavar="FILE.npz", help="also write the imported OpGraph here")
-    from gplace.cli.place_cmd import add_torch_arguments
-    add_torch_arguments(p)
+    models.add_torch_arguments(p)
     return p
 
 
@@ -29,13 +28,13 @@ def run(args) -> int:
     checks.model_path(args.model)
     if args.save:
         checks.output_file(args.save, "--save")
-    from gplace.cli.place_cmd import torch_options
     if not str(args.model).endswith(".npz"):  # imported by TensorFlow's graph framework alone
         from gplace.opgraph_cache import finish, prefetch
         pending = prefetch(args.model, args.unknown_dim)
         if pending is not None:
             finish(pending)  # a bad graph's error from there
-    graph = load_any(args.model, unknown_dim=args.unknown_dim, **torch_options(args))
+    graph = models.load_model(args.model, unknown_dim=args.unknown_dim,
+                               **models.torch_options(args))
     if args.save:
         try:
             graph.save(args.save)
@@ -54,17 +53,6 @@ def run(args) -> int:
     else:
         print(render(summary))
     return 0
-
-
-def load_any(path: str, unknown_dim: int = 1, **torch_options):
-    """An OpGraph from a saved ``.npz`` or from anything the importer reads."""
-    from gplace.graph import OpGraph
-    if str(path).endswith(".npz"):
-        return OpGraph.load(path)
-    from gplace.opgraph_cache import load_graph  # a file imported before: from the cache
-    if str(path).lower().endswith(".pt2"):
-        return load_graph(path, **torch_options)
-    return load_graph(path, unknown_dim=unknown_dim)
 
 
 def render(s: dict) -> str:

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from gplace.cli import checks
+from gplace.cli import checks, models
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -20,7 +20,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                                    "placement.")
     p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, or a PyTorch "
                                  "torch.export program (.pt2) whose forward returns the loss")
-    add_torch_arguments(p)
+    models.add_torch_arguments(p)
     p.add_argument("--cluster", default=None,
                    help="preset or YAML file (default: the devices here if there are at least "
                         "two, else post-4gpu)")
@@ -90,7 +90,7 @@ def run(args) -> int:
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
                    loss=args.loss, polish=args.polish, screen=args.screen,
-                   **torch_options(args))
+                   **models.torch_options(args))
     exact = refine_exact(result, args.optimal) if args.optimal is not None else None
     try:
         files = result.export(out)
@@ -139,33 +139,6 @@ def _exact_line(exact) -> str:
             f"placement found {_ms(exact.step_time_s)} simulated "
             f"({i.get('proven_ratio', float('nan')):.3f}x the bound"
             f"{', certified optimal' if i.get('certified') else ''}) in {i['wall_s']:.0f} s")
-
-
-def add_torch_arguments(p: argparse.ArgumentParser) -> None:
-    """--optimizer and --trust-pt2, the options of a PyTorch (.pt2) model."""
-    p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
-                   help=".pt2 only: the optimizer whose updates the step adds: sgd (default), "
-                        "momentum (sgd with momentum 0.9), adam or adamw, with hyperparameters "
-                        "as e.g. sgd:momentum=0.9,nesterov=true,weight_decay=1e-4 or "
-                        "adamw:lr=3e-4,weight_decay=0.1 (keys: lr, momentum, dampening, "
-                        "nesterov, weight_decay for sgd; lr, beta1, beta2, eps, weight_decay "
-                        "for adam and adamw; lr 0.01 unless given)")
-    p.add_argument("--trust-pt2", action="store_true",
-                   help=".pt2 only: load a file that holds pickled objects (torch.export.load "
-                        "unpickles them, which can run any code; refused without this flag)")
-
-
-def torch_options(args) -> dict:
-    """The import options of a .pt2 model; a ConfigError when given for another model."""
-    from gplace.errors import ConfigError
-    given = {"optimizer": args.optimizer, "trust": args.trust_pt2}
-    given = {k: v for k, v in given.items() if v}
-    if given and not str(args.model).lower().endswith(".pt2"):
-        raise ConfigError("--optimizer and --trust-pt2 apply to PyTorch (.pt2) models only")
-    if "optimizer" in given:  # a bad name or value fails here, before the import
-        from gplace.torchfront.optim import parse_optimizer
-        given["optimizer"] = parse_optimizer(given["optimizer"])
-    return given
 
 
 def render(s, files: list | None, as_json: bool, intervals: dict | None = None,

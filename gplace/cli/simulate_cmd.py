@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gplace.cli import checks
+from gplace.cli import checks, models
 from gplace.errors import ConfigError, GplaceError
 
 
@@ -41,8 +41,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "roofline estimates elsewhere, as `gplace place` costs it")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace JSON here")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    from gplace.cli.place_cmd import add_torch_arguments
-    add_torch_arguments(p)
+    models.add_torch_arguments(p)
     return p
 
 
@@ -60,8 +59,6 @@ def read_placement_file(path: str) -> dict[str, str]:
 
 
 def run(args) -> int:
-    from gplace.cli.inspect_cmd import load_any
-    from gplace.cli.place_cmd import torch_options
     from gplace.cluster import load_cluster
     from gplace.cost import CostModel, cost_model_for
     from gplace.problem import CoarsenConfig, PlacementProblem
@@ -72,7 +69,7 @@ def run(args) -> int:
     if args.trace:
         checks.output_file(args.trace, "--trace")
     cluster = load_cluster(args.cluster)
-    graph = load_any(args.model, **torch_options(args))
+    graph = models.load_model(args.model, **models.torch_options(args))
     model = CostModel.load(args.cost_model) if args.cost_model else cost_model_for(args.model)
     problem = PlacementProblem.build(graph, cluster, model, CoarsenConfig(args.max_units))
     sim = FastSimulator(problem)

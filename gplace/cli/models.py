@@ -1,0 +1,44 @@
+"""The model argument the commands share: the options of a PyTorch (.pt2) model and the
+import of any model file (TensorFlow through the user cache, .pt2, a gplace .npz)."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_torch_arguments(p: argparse.ArgumentParser) -> None:
+    """--optimizer and --trust-pt2, the options of a PyTorch (.pt2) model."""
+    p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
+                   help=".pt2 only: the optimizer whose updates the step adds: sgd (default), "
+                        "momentum (sgd with momentum 0.9), adam or adamw, with hyperparameters "
+                        "as e.g. sgd:momentum=0.9,nesterov=true,weight_decay=1e-4 or "
+                        "adamw:lr=3e-4,weight_decay=0.1 (keys: lr, momentum, dampening, "
+                        "nesterov, weight_decay for sgd; lr, beta1, beta2, eps, weight_decay "
+                        "for adam and adamw; lr 0.01 unless given)")
+    p.add_argument("--trust-pt2", action="store_true",
+                   help=".pt2 only: load a file that holds pickled objects (torch.export.load "
+                        "unpickles them, which can run any code; refused without this flag)")
+
+
+def torch_options(args) -> dict:
+    """The import options of a .pt2 model; a ConfigError when given for another model."""
+    from gplace.errors import ConfigError
+    given = {"optimizer": args.optimizer, "trust": args.trust_pt2}
+    given = {k: v for k, v in given.items() if v}
+    if given and not str(args.model).lower().endswith(".pt2"):
+        raise ConfigError("--optimizer and --trust-pt2 apply to PyTorch (.pt2) models only")
+    if "optimizer" in given:  # a bad name or value fails here, before the import
+        from gplace.torchfront.optim import parse_optimizer
+        given["optimizer"] = parse_optimizer(given["optimizer"])
+    return given
+
+
+def load_model(path: str, unknown_dim: int = 1, **torch_options):
+    """An OpGraph from a saved ``.npz`` or from anything the importer reads."""
+    from gplace.graph import OpGraph
+    if str(path).endswith(".npz"):
+        return OpGraph.load(path)
+    from gplace.opgraph_cache import load_graph  # a file imported before: from the cache
+    if str(path).lower().endswith(".pt2"):
+        return load_graph(path, **torch_options)
+    return load_graph(path, unknown_dim=unknown_dim)
