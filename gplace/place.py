@@ -303,9 +303,16 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         samples=tuned.samples, wall_s=round(time.perf_counter() - start, 3),
         measure=measure,
         costs=("estimated (roofline) on " + ", ".join(estimated) if estimated else "measured")
-        + _loop_caveat(graph, problem),
+        + _loop_caveat(graph, problem) + _shape_caveat(graph),
         step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
-        groups=problem.num_units, chosen=chosen)
+        groups=problem.num_units, chosen=chosen, left_out=left_out_text(graph))
+
+
+def left_out_text(graph) -> str:
+    """"variable initializers 110, initialization checks 30": the ops of the file the import
+    left out because a training step does not run them (gplace.importer.step)."""
+    left = graph.meta.get("import", {}).get("left_out") or {}
+    return ", ".join(f"{kind} {count:,}" for kind, count in sorted(left.items()))
 
 
 def _loop_caveat(graph, problem) -> str:
@@ -317,6 +324,18 @@ def _loop_caveat(graph, problem) -> str:
     return (f"; {loops} TF1 loops counted as one iteration (no profile with run counts beside "
             "the graph): estimated op times and transfers inside them are per step, not per "
             "iteration")
+
+
+def _shape_caveat(graph) -> str:
+    """What the costs miss when a TF2 function's graph was written without its shapes: its
+    captured variables have none, and the ops that read them lose FLOPs and bytes."""
+    shapeless = graph.meta.get("import", {}).get("shapeless_variables", 0)
+    if not shapeless:
+        return ""
+    return (f"; {shapeless:,} variables without a shape (a TF2 function's graph written "
+            "without shapes: their readers' FLOPs and bytes are undercounted; write it with "
+            "concrete_function.graph.as_graph_def(add_shapes=True), or pass the "
+            "ConcreteFunction to gplace.load_graph)")
 
 
 def _shortfall_message(problem, measurer, heuristics) -> str:

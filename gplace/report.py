@@ -20,7 +20,7 @@ def source_graph_def(src, lean: bool = False):
     """The GraphDef behind what ``place`` imported, functions inlined as the importer did;
     None for an OpGraph. ``lean``: a file is read without starting TensorFlow unless it
     calls functions (inlining builds their bodies with TF; gplace.importer.reader, lean)."""
-    from gplace.importer import functions
+    from gplace.importer import functions, graph_def_of
     from gplace.importer.reader import read_graph_def
     if isinstance(src, (str, Path)) and str(src).lower().endswith(".pt2"):
         return None  # a PyTorch program: gplace.torchfront.placed runs it
@@ -28,8 +28,8 @@ def source_graph_def(src, lean: bool = False):
         graph_def, _ = read_graph_def(src, lean=lean)
         if len(graph_def.library.function) and "tensorflow" not in type(graph_def).__module__:
             graph_def, _ = read_graph_def(src)
-    elif hasattr(src, "as_graph_def"):
-        graph_def = src.as_graph_def()
+    elif graph_def_of(src) is not None:
+        graph_def = graph_def_of(src)
     elif hasattr(src, "node"):
         graph_def = src
     else:
@@ -39,7 +39,8 @@ def source_graph_def(src, lean: bool = False):
 
 
 def placed_graph_def(result):
-    """The source GraphDef with NodeDef.device set for every op."""
+    """The source GraphDef with NodeDef.device set for every op of the step; the ops outside
+    it (initializers, checkpoint ops: gplace.importer.step) keep the device they asked for."""
     graph_def = source_graph_def(result.source, lean=True)
     if graph_def is None:
         return None
@@ -47,7 +48,7 @@ def placed_graph_def(result):
     placed.CopyFrom(graph_def)
     devices = result.op_devices
     for node in placed.node:
-        node.device = devices[node.name]
+        node.device = devices.get(node.name, node.device)
     return placed
 
 

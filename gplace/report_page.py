@@ -9,6 +9,7 @@ CSS, no script; the figures are SVG files beside the page, so the folder is self
 from __future__ import annotations
 
 import html
+import re
 from typing import NamedTuple
 
 import numpy as np
@@ -231,26 +232,50 @@ def _figure(name: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-def fetch_ops(graph, limit: int = 5) -> tuple[list[str], list[str]]:
-    """(initializers, step fetches): the ops nothing else depends on, split by whether their
-    name says ``init``; running the step fetches runs the whole training step."""
+UPDATE_OP = re.compile(r"(Resource)?(Sparse)?Apply|Assign|Scatter")
+
+
+def fetch_ops(graph, limit: int = 10) -> tuple[list[str], list[str], list[str], int]:
+    """(initializers, step fetches, placeholders, fetches left off): the initializer sinks the
+    import left out of the step (gplace.importer.step), the step's sinks that update a variable
+    or come after an update (all of its sinks when none does; ``limit`` of them), and the
+    placeholders the step reads (to feed)."""
     used = np.zeros(graph.num_ops, bool)
     used[graph.edge_src] = True
     used[graph.ctrl_src] = True
-    sinks = graph.names[~used].tolist()
-    inits = [n for n in sinks if "init" in n.lower()]
-    return inits[:limit], [n for n in sinks if n not in inits][:limit]
+    after = np.array([bool(UPDATE_OP.match(t)) for t in graph.op_types.tolist()], bool)
+    succ = [[] for _ in range(graph.num_ops)]
+    for a, b in zip(np.concatenate([graph.edge_src, graph.ctrl_src]).tolist(),
+                    np.concatenate([graph.edge_dst, graph.ctrl_dst]).tolist()):
+        succ[a].append(b)
+    stack = np.flatnonzero(after).tolist()
+    while stack:
+        for j in succ[stack.pop()]:
+            if not after[j]:
+                after[j] = True
+                stack.append(j)
+    sinks = np.flatnonzero(~used)
+    steps = [graph.names[k] for k in sinks if after[k]] or graph.names[sinks].tolist()
+    inits = graph.meta.get("import", {}).get("left_out_sinks", {}).get("variable initializers",
+                                                                       [])
+    feeds = [n for n, t, k in zip(graph.names.tolist(), graph.op_types.tolist(),
+                                  range(graph.num_ops))
+             if t in ("Placeholder", "PlaceholderV2")
+             and graph.out_dtype[graph.out_ptr[k]] != "resource"]
+    return list(inits), [str(n) for n in steps[:limit]], feeds, max(0, len(steps) - limit)
 
 
 def _how_to_run(result) -> str:
     used = sorted(set(result.op_devices.values()))
     remote = any(not d.startswith("/job:localhost") for d in used)
     target = '"grpc://HOST:PORT", ' if remote else ""
-    inits, steps = fetch_ops(result.graph)
+    inits, steps, feeds, more = fetch_ops(result.graph)
     init = (f"    sess.run({inits!r})  # once: the initializers\n" if inits else
             "    # run your variables' initializer once, if the graph has one\n")
-    step = (f"    sess.run({steps!r})  # each step: the ops nothing else depends on\n" if steps
-            else "    sess.run(\"train_op\")  # your training op, once per step\n")
+    feed = (", feed_dict={" + ", ".join(f"{n + ':0'!r}: ..." for n in feeds[:8])
+            + (", ..." if len(feeds) > 8 else "") + "}") if feeds else ""
+    step = (f"    sess.run({steps!r}{feed})  # each step: the training ops"
+            + (f" (and {more} more ops nothing depends on)" if more else "") + "\n")
     code = (
         "import tensorflow as tf\n\n"
         "graph_def = tf.compat.v1.GraphDef()\n"

@@ -38,6 +38,8 @@ class PlaceSummary:
     step_times: str              # "simulated, an estimate" or "measured on hardware"
     groups: int                  # colocation groups (= units: place() plans at that grain)
     chosen: str                  # "gnn (zero-shot)", "gnn (fine-tuned)" or a heuristic's name
+    left_out: str = ""           # ops of the file outside the training step, e.g. "variable
+                                 # initializers 110" (gplace.importer.step); "" when none
 
     @property
     def speedup_vs_single(self) -> float:
@@ -54,6 +56,8 @@ class PlaceSummary:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["devices"] = list(self.devices)
         out["best_heuristic"] = self.best_heuristic._asdict()
+        if not self.left_out:
+            del out["left_out"]
         return out
 
     to_json = as_dict

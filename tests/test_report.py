@@ -76,8 +76,22 @@ def test_scope_rows_by_busy_time_with_the_rest_folded(result, sim):
     np.testing.assert_allclose(np.stack([r.share for r in rows]), [[1, 0], [0, 1], [0, 1]])
 
 
-def test_fetch_ops_are_the_sinks_with_initializers_apart(result):
-    assert fetch_ops(result.graph) == (["init"], ["loss"])
+def test_fetch_ops_are_the_training_ops_the_initializer_and_the_feeds():
+    """What report.html's snippet runs: ``init`` once (left out of the step at import),
+    then the ops that update the variables, fed by the placeholders."""
+    import gplace
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [4, 3], name="x")
+        w = v1.get_variable("w", [3, 2], use_resource=True)
+        loss = tf.reduce_mean(tf.square(tf.matmul(x, w)), name="loss")
+        v1.train.GradientDescentOptimizer(0.1).minimize(loss, name="train_op")
+        v1.global_variables_initializer()
+    g = gplace.load_graph(graph.as_graph_def())
+    assert fetch_ops(g) == (["init"], ["train_op"], ["x"], 0)
 
 
 def test_headline_states_the_result_and_who_found_it(page):
@@ -130,7 +144,9 @@ def test_no_script_and_no_json_in_cells(page):
 def test_how_to_run_names_the_devices_and_the_fetches(page):
     run = page.split("<h2>Running placed.pb</h2>", 1)[1]
     assert "<code>/device:X:d0</code>" in run and "<code>/device:X:d1</code>" in run
-    assert "sess.run([&#x27;loss&#x27;])" in run and "sess.run([&#x27;init&#x27;])" in run
+    # a made-up graph: no update op, so every sink is fetched; no initializer left out
+    assert "sess.run([&#x27;loss&#x27;, &#x27;init&#x27;])" in run
+    assert "run your variables&#x27; initializer once" in run
     assert "allow_soft_placement=False" in run
 
 

@@ -60,6 +60,8 @@ def render(s: dict) -> str:
     lines = [
         f"graph          {s['name']}",
         f"ops            {s['ops']:,}",
+        *([f"left out       {left} (ops a training step does not run; whole_graph=True in "
+           "gplace.load_graph keeps them)"] if (left := _left_out(im)) else []),
         f"edges          {s['edges']:,} data, {s['control_edges']:,} control",
         f"groups         {s['groups']:,} colocation groups",
         f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
@@ -78,6 +80,10 @@ def render(s: dict) -> str:
               list(im.get("kept_function_ops", {}).items())[:5]]
     lines.append(f"time           {s['seconds']:.2f} s")
     return "\n".join(lines)
+
+
+def _left_out(im: dict) -> str:
+    return ", ".join(f"{kind} {count:,}" for kind, count in sorted(im.get("left_out", {}).items()))
 
 
 def _loop_note(s: dict) -> str:

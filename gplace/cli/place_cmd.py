@@ -65,6 +65,10 @@ def run(args) -> int:
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     checks.policy_checkpoint(args.checkpoint)
+    if args.measure == "real" and str(args.model).lower().endswith(".pt2"):
+        raise ConfigError("--measure real runs TensorFlow graphs; place a PyTorch (.pt2) step "
+                          "in simulation and run the placed step with "
+                          "gplace.torchfront.load_placed (finetune/PYTORCH.md)")
     if args.measure == "real":  # refuse an untrusted graph before any placement work
         from gplace.importer.reader import read_graph_def
         from gplace.real.measurer import step_op
@@ -157,6 +161,8 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
     tie = (f"; tied with {', '.join(ties)} (intervals overlap: not ranked)" if ties else "")
     lines = [
         f"{s.graph}: {s.ops:,} ops in {s.units} units; {s.cluster_choice}",
+        *([f"left out         ops a training step does not run: {s.left_out}"]
+          if s.left_out else []),
         f"step time        {_ms(s.step_time_s)}{_interval(intervals.get('chosen'))} "
         f"({s.step_times}); found by {s.chosen}{tie}",
         f"single device    {_ms(s.single_device_s)}{_interval(intervals.get('single'))} "

@@ -2,8 +2,8 @@
 
     graph = gplace.load_graph("model.pb")
 
-Reads a binary or text GraphDef, a MetaGraphDef, a SavedModel directory, a GraphDef object or
-a ``tf.Graph``. Function calls are inlined (functions.py), shapes inferred (shapes.py), FLOPs
+Reads a binary or text GraphDef, a MetaGraphDef, a SavedModel directory, a GraphDef object,
+a ``tf.Graph`` or a ``tf.function``'s ConcreteFunction. Function calls are inlined (functions.py), shapes inferred (shapes.py), FLOPs
 counted (flops.py) and colocation groups formed (colocation.py); ``graph.meta["import"]``
 says what was done: functions inlined or kept, loops found, unknown dimensions, timings.
 """
@@ -18,7 +18,7 @@ import numpy as np
 
 from gplace.errors import GraphError
 from gplace.graph import OpGraph
-from gplace.importer import colocation, flops as flops_mod, functions, inputs, shapes as shapes_mod
+from gplace.importer import colocation, flops as flops_mod, functions, inputs, shapes as shapes_mod, step
 from gplace.importer.reader import read_graph_def
 from gplace.tfimport import tensorflow
 
@@ -39,12 +39,14 @@ def load_any(path, unknown_dim: int = 1) -> OpGraph:
 
 
 def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None,
-               **torch_options) -> OpGraph:
-    """Imports ``source`` (a path, a GraphDef or a tf.Graph); raises GraphError on bad input.
+               whole_graph: bool = False, **torch_options) -> OpGraph:
+    """Imports ``source`` (a path, a GraphDef, a tf.Graph or a tf.function's
+    ConcreteFunction); raises GraphError on bad input.
 
     ``unknown_dim``: the size given to unknown dimensions (see shapes.py); ``inline``: inline
-    function calls; ``name``: the graph's name (default: the file name without suffix).
-    A ``.pt2`` path goes to gplace.torchfront, without TensorFlow; ``torch_options``
+    function calls; ``name``: the graph's name (default: the file name without suffix);
+    ``whole_graph``: keep the ops a training step does not run (variable initializers, checkpoint
+    save and restore; step.py), which are left out by default. A ``.pt2`` path goes to gplace.torchfront, without TensorFlow; ``torch_options``
     (``optimizer``, ``trust``) are its own.
     """
     if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
@@ -57,7 +59,7 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
     graph_def, kind, label, default_name = _to_graph_def(source)
     try:
         graph = build_op_graph(graph_def, unknown_dim=unknown_dim, inline=inline,
-                               name=name or default_name)
+                               name=name or default_name, whole_graph=whole_graph)
     except GraphError as e:
         raise GraphError(f"{label}: {e}") from None
     graph.meta["source"] = label
@@ -72,16 +74,28 @@ def _to_graph_def(source):
         graph_def, kind = read_graph_def(path)
         stem = path.name if path.is_dir() else path.name.split(".")[0]
         return graph_def, kind, str(path), stem
-    if hasattr(source, "as_graph_def"):
-        return source.as_graph_def(), "tf.Graph", "<tf.Graph>", "graph"
+    graph_def = graph_def_of(source)
+    if graph_def is not None:
+        return graph_def, "tf.Graph", "<tf.Graph>", "graph"
     if hasattr(source, "node") and hasattr(source, "library"):
         return source, "graphdef", "<GraphDef>", "graph"
     raise GraphError(f"cannot import an object of type {type(source).__name__}; pass a file "
-                     "path, a tf.compat.v1.GraphDef or a tf.Graph")
+                     "path, a tf.compat.v1.GraphDef, a tf.Graph or a ConcreteFunction")
+
+
+def graph_def_of(source):
+    """The GraphDef of a tf.Graph or of a tf.function's ConcreteFunction (its FuncGraph), with
+    every output's shape recorded (a FuncGraph's captured variables have none of their own);
+    None for anything else."""
+    if hasattr(source, "graph") and hasattr(source.graph, "as_graph_def"):
+        source = source.graph
+    if hasattr(source, "as_graph_def"):
+        return source.as_graph_def(add_shapes=True)
+    return None
 
 
 def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: str = "graph",
-                   depth: int = 0) -> OpGraph:
+                   depth: int = 0, whole_graph: bool = False) -> OpGraph:
     if unknown_dim < 1:
         raise GraphError(f"unknown_dim must be at least 1, got {unknown_dim}")
     library = {f.signature.name: f for f in graph_def.library.function}
@@ -97,6 +111,15 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
         raise GraphError("the graph has no ops")
     index = inputs.index_names(nodes)
     data, ctrl = inputs.parse_inputs(nodes, index, library)
+    left_out: dict[str, int] = {}
+    left_out_sinks: dict[str, list[str]] = {}
+    if depth == 0 and not whole_graph:
+        keep, left_out, left_out_sinks = step.step_ops(nodes, data, ctrl, index)
+        if left_out:
+            graph_def = _subgraph(graph_def, keep)
+            nodes = list(graph_def.node)
+            index = inputs.index_names(nodes)
+            data, ctrl = inputs.parse_inputs(nodes, index, library)
     info = shapes_mod.infer_shapes(graph_def, unknown_dim)
     outs = _outputs(nodes, info, data, unknown_dim)
     e_src, e_out, e_dst = (np.asarray(c, np.int64).reshape(-1) for c in zip(*data)) if data \
@@ -116,7 +139,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     graph = OpGraph(
         names=np.asarray([n.name for n in nodes], dtype=str), op_types=op_types,
         devices=np.asarray([n.device for n in nodes], dtype=str),
-        flops=op_flops, param_bytes=_param_bytes(nodes), group=groups,
+        flops=op_flops, param_bytes=_param_bytes(nodes, data, outs), group=groups,
         out_ptr=outs["ptr"], out_dtype=outs["dtype"], out_bytes=outs["bytes"],
         out_rank=outs["rank"], dim_ptr=outs["dim_ptr"], out_dims=outs["dims"],
         edge_src=e_src, edge_dst=e_dst, edge_src_out=e_out, edge_bytes=outs["bytes"][edge_out],
@@ -125,11 +148,21 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
             "inlined_functions": report.inlined, "kept_function_ops": report.kept,
             "loops": len(frames), "loop_frames": frames[:20],
             "library_functions": len(graph_def.library.function),
+            "left_out": left_out, "left_out_sinks": left_out_sinks,
+            "shapeless_variables": _shapeless_variables(nodes, data, outs),
             "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
             "shape_inference": "tensorflow" if info.tf_graph is not None
             else f"grappler only; tf.Graph import failed: {info.inference_error}",
             "flops_from_tf_registry": from_tf, "notes": info.notes + body_notes}})
     return graph.validate()
+
+
+def _subgraph(graph_def, keep):
+    out = type(graph_def)()
+    out.versions.CopyFrom(graph_def.versions)
+    out.library.CopyFrom(graph_def.library)
+    out.node.extend(node for node, k in zip(graph_def.node, keep.tolist()) if k)
+    return out
 
 
 def _outputs(nodes, info, data, unknown_dim):
@@ -173,7 +206,10 @@ def _input_shapes(n, e_src, e_out, e_dst, shapes_per_op):
     return result
 
 
-def _param_bytes(nodes) -> np.ndarray:
+def _param_bytes(nodes, data, outs) -> np.ndarray:
+    """Bytes of the variables each op owns: a variable op's declared shape; a TF2 function's
+    captured variable (a resource Placeholder, no shape of its own) the largest value read from
+    it by a ReadVariableOp whose shape is known."""
     from tensorflow.python.framework import dtypes
     result = np.zeros(len(nodes), np.int64)
     for k, node in enumerate(nodes):
@@ -187,8 +223,27 @@ def _param_bytes(nodes) -> np.ndarray:
                 dtype = "float32"
             dims = tuple(max(d.size, 1) for d in shape.dim)
             result[k] = shapes_mod.tensor_bytes(node.name, "variable", dtype, dims, 1)
+    for src, _, dst in data:
+        if nodes[dst].op == "ReadVariableOp" and nodes[src].op == "Placeholder" and \
+                outs["dtype"][outs["ptr"][src]] == "resource":
+            shape = outs["shapes_per_op"][dst][0] if outs["shapes_per_op"][dst] else None
+            if shape is not None and all(d >= 0 for d in shape):
+                result[src] = max(result[src], outs["bytes"][outs["ptr"][dst]])
     _check_total(int(result.sum(dtype=object)), "variables")
     return result
+
+
+def _shapeless_variables(nodes, data, outs) -> int:
+    """Captured variables of a TF2 function (resource Placeholders) read with an unknown shape:
+    a FuncGraph's GraphDef written without ``add_shapes=True`` keeps no variable shapes."""
+    shapeless = set()
+    for src, _, dst in data:
+        if nodes[dst].op == "ReadVariableOp" and nodes[src].op == "Placeholder" and \
+                outs["dtype"][outs["ptr"][src]] == "resource":
+            shape = outs["shapes_per_op"][dst][0] if outs["shapes_per_op"][dst] else None
+            if shape is None or any(d < 0 for d in shape):
+                shapeless.add(src)
+    return len(shapeless)
 
 
 def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:

@@ -188,6 +188,7 @@ def _expand_call(call, fdef, taken: set[str], body_and_names) -> list:
         op, port, is_control = split_input(inp)
         return ("^" if is_control else "") + prefix + op + ("" if port is None else ":" + port)
 
+    body_names = {b.name for b in body.node}
     nodes = []
     for b in body.node:
         n = node_def_pb2.NodeDef()
@@ -202,6 +203,7 @@ def _expand_call(call, fdef, taken: set[str], body_and_names) -> list:
             n.name = prefix + b.name
             del n.input[:]
             n.input.extend(rename(i) for i in b.input)
+            _rename_colocation(n, prefix, body_names)
             if not b.input:
                 n.input.extend(control_inputs)
         nodes.append(n)
@@ -218,3 +220,14 @@ def _expand_call(call, fdef, taken: set[str], body_and_names) -> list:
     result.input.extend("^" + prefix + name for name in fdef.control_ret.values())
     nodes.append(result)
     return nodes
+
+
+def _rename_colocation(node, prefix: str, body_names: set[str]) -> None:
+    """A body's ``_class: loc:@x`` names a node of the same body: it takes the body's prefix."""
+    if "_class" not in node.attr:
+        return
+    entries = node.attr["_class"].list.s
+    for k, entry in enumerate(entries):
+        target = entry.decode(errors="replace")
+        if target.startswith("loc:@") and target[5:] in body_names:
+            entries[k] = ("loc:@" + prefix + target[5:]).encode()

@@ -180,11 +180,14 @@ def _parse_text(path: Path, data: bytes, protos):
     except UnicodeDecodeError:
         raise GraphError(f"{path}: not a text protobuf (the file is not UTF-8 text)") from None
     found, error, plain = _first_graph(lambda proto: text_format.Parse(text, proto),
-                                       text_format.ParseError, protos)
+                                       (text_format.ParseError, RecursionError), protos)
     if found:
         return found
     if plain is not None and plain.node:
         raise _no_graph(path, plain)
+    if isinstance(error, RecursionError):
+        raise GraphError(f"{path}: the text GraphDef nests messages deeper than a GraphDef "
+                         "does") from None
     if error is not None:
         raise GraphError(f"{path}: syntax error in text GraphDef: {_one_line(error)}")
     raise GraphError(f"{path}: the text GraphDef holds no ops")

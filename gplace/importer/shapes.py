@@ -91,12 +91,17 @@ def _registered(op_type: str) -> bool:
 
 
 def _prepare_for_inference(graph_def, unknown_dim: int):
-    """A copy with unknown placeholder dims fixed and unregistered ops made placeholders."""
+    """A copy with unknown placeholder dims fixed, unregistered ops made placeholders, and every
+    op off gplace.real.allowlist made a stand-in fed by placeholders: TF's shape inference and
+    grappler evaluate small constant subgraphs to learn shapes, and a ReadFile of a constant
+    path feeding a Reshape would read that file here. The stand-ins keep each output's dtype
+    (an IdentityN over one placeholder per output), so only their shapes are lost."""
     from tensorflow.core.framework import graph_pb2
+    from gplace.real.allowlist import ALLOWED_OPS
     library = {f.signature.name for f in graph_def.library.function}
     out = graph_pb2.GraphDef()
     out.CopyFrom(graph_def)
-    replaced = []
+    replaced, stand_ins = [], []
     for node in out.node:
         if node.op in PLACEHOLDERS and "shape" in node.attr:
             shape = node.attr["shape"].shape
@@ -113,7 +118,49 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
             del node.input[:]
             node.ClearField("attr")
             node.attr["dtype"].type = dtype
+        elif node.op not in library and node.op not in ALLOWED_OPS:
+            stand_ins.extend(_stand_in(node))
+    out.node.extend(stand_ins)
     return out, replaced
+
+
+def _stand_in(node) -> list:
+    """Turns ``node`` into an IdentityN of new placeholders, one per output of its OpDef with
+    that output's dtype; returns the placeholders. Nothing of the op is left to evaluate."""
+    from tensorflow.core.framework import node_def_pb2
+    dtypes = _output_dtypes(node)
+    feeds = []
+    for j, dtype in enumerate(dtypes):
+        feed = node_def_pb2.NodeDef(name=f"{node.name}/_gplace_stand_in_{j}", op="Placeholder")
+        feed.attr["dtype"].type = dtype
+        feeds.append(feed)
+    node.op = "IdentityN" if dtypes else "NoOp"
+    del node.input[:]
+    node.input.extend(f.name for f in feeds)
+    node.ClearField("attr")
+    if dtypes:
+        node.attr["T"].list.type.extend(dtypes)
+    return feeds
+
+
+def _output_dtypes(node) -> list[int]:
+    """The dtype of each output of a registered op, from its OpDef and the node's attrs
+    (float32 where an attr is missing)."""
+    from tensorflow.core.framework import types_pb2
+    from tensorflow.python.framework import op_def_registry
+    result = []
+    for arg in op_def_registry.get(node.op).output_arg:
+        count = node.attr[arg.number_attr].i if arg.number_attr in node.attr else 1
+        if arg.type_list_attr:
+            result.extend(node.attr[arg.type_list_attr].list.type
+                          if arg.type_list_attr in node.attr else [])
+        elif arg.type_attr:
+            attr = node.attr[arg.type_attr] if arg.type_attr in node.attr else None
+            result.extend([attr.type if attr is not None and attr.type
+                           else types_pb2.DT_FLOAT] * count)
+        else:
+            result.extend([arg.type] * count)
+    return result
 
 
 def _recorded_dtype(node) -> int:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from gplace.cli import main
@@ -149,3 +150,23 @@ def test_the_installed_command_prints_no_traceback(tmp_path):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "random.pb" in proc.stderr
+
+
+def test_importing_never_runs_an_op_that_reads_a_file(tmp_path):
+    """TF's shape inference evaluates small constant subgraphs: a Reshape whose shape is
+    decoded from ReadFile of a constant path would read that file at import (and hang on a
+    pipe). The import gives such ops no values, so the file's bytes never reach a shape."""
+    from gplace import load_graph
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    secret = tmp_path / "secret"
+    secret.write_bytes(np.array([3, 4], np.int32).tobytes())
+    graph = tf.Graph()
+    with graph.as_default():
+        shape = tf.io.decode_raw(tf.io.read_file(str(secret)), tf.int32)
+        x = tf.compat.v1.placeholder(tf.float32, [12], name="x")
+        tf.identity(tf.reshape(x, shape), name="y")
+    g = load_graph(graph.as_graph_def())
+    y = g.index("Reshape")
+    dims = g.out_dims[g.dim_ptr[g.out_ptr[y]]:g.dim_ptr[g.out_ptr[y] + 1]].tolist()
+    assert dims != [3, 4]  # what the file holds

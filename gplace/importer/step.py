@@ -1,0 +1,106 @@
+"""The training step inside a graph file: the ops one run of the step needs.
+
+A file often holds more than the step. TF1 graphs carry the variable initializers
+(``tf.compat.v1.global_variables_initializer()``, a NoOp named ``init``) and a Saver's ops;
+a SavedModel carries its checkpoint save and restore functions; Keras adds
+``VarIsInitializedOp`` checks. None of these runs in a training step, but each is a sink of the
+graph, and placing them as if it did would charge every step an initialization (an embedding
+table's random fill can cost more than the step itself).
+
+:func:`step_ops` keeps the ops the other sinks need (their inputs, control inputs and
+``loc:@`` colocation targets, transitively). A sink is bookkeeping when it is
+
+- a NoOp named ``init`` or ``init_N`` (in any name scope),
+- a checkpoint op or downstream of one (SaveV2, RestoreV2, MergeV2Checkpoints, ...),
+- an initialization check or downstream of one (VarIsInitializedOp, IsVariableInitialized),
+- a variable's own initializer, ``<variable>/Assign`` with nothing after it,
+- a TF1 resource variable's value, ``<variable>/Read/ReadVariableOp`` with nothing after it
+  (what ``sess.run(variable)`` fetches, not what the step reads).
+
+A graph whose sinks are all bookkeeping is kept whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+CHECKPOINT_OPS = frozenset({"SaveV2", "RestoreV2", "MergeV2Checkpoints", "Save", "SaveSlices",
+                            "Restore", "RestoreSlice", "ShardedFilename", "ShardedFilespec"})
+INIT_CHECK_OPS = frozenset({"VarIsInitializedOp", "IsVariableInitialized"})
+VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp"})
+ASSIGN_OPS = frozenset({"Assign", "AssignVariableOp"})
+_INIT_NAME = re.compile(r"(.*/)?init(_[0-9]+)?")
+MAX_NAMED = 20
+
+
+def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict[str, int],
+                                                                dict[str, list[str]]]:
+    """``(keep, left_out, sinks)``: a bool mask over ``nodes`` (the ops of the step), the
+    number of ops left out per kind of bookkeeping sink, and the names of those sinks per kind
+    (the first :data:`MAX_NAMED`). ``data``/``ctrl``: the edges (src, out, dst) / (src, dst) of
+    gplace.importer.inputs.parse_inputs."""
+    n = len(nodes)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for edge in data:
+        preds[edge[2]].append(edge[0])
+        succs[edge[0]].append(edge[2])
+    for src, dst in ctrl:
+        preds[dst].append(src)
+        succs[src].append(dst)
+    for k, node in enumerate(nodes):  # a kept op needs its colocation targets in the graph
+        if "_class" in node.attr:
+            for entry in node.attr["_class"].list.s:
+                target = entry.decode(errors="replace")
+                if target.startswith("loc:@") and target[5:] in index:
+                    preds[k].append(index[target[5:]])
+    ops = [node.op for node in nodes]
+    after_checkpoint = _reach([k for k in range(n) if ops[k] in CHECKPOINT_OPS], succs)
+    after_check = _reach([k for k in range(n) if ops[k] in INIT_CHECK_OPS], succs)
+    sinks = [k for k in range(n) if not succs[k]]
+    kind = {}
+    for k in sinks:
+        name = nodes[k].name
+        if after_checkpoint[k]:
+            kind[k] = "checkpoint save/restore"
+        elif after_check[k]:
+            kind[k] = "initialization checks"
+        elif ops[k] == "NoOp" and _INIT_NAME.fullmatch(name):
+            kind[k] = "variable initializers"
+        elif ops[k] in ASSIGN_OPS and name.endswith("/Assign") and \
+                ops[index.get(name[:-len("/Assign")], k)] in VARIABLE_OPS:
+            kind[k] = "variable initializers"
+        elif ops[k] == "ReadVariableOp" and name.endswith("/Read/ReadVariableOp") and \
+                ops[index.get(name[:-len("/Read/ReadVariableOp")], k)] in VARIABLE_OPS:
+            kind[k] = "variable reads"
+    step = [k for k in sinks if k not in kind]
+    if not step:
+        return np.ones(n, bool), {}, {}
+    named: dict[str, list[str]] = {}
+    for k in sorted(kind):
+        if len(named.setdefault(kind[k], [])) < MAX_NAMED:
+            named[kind[k]].append(nodes[k].name)
+    keep = _reach(step, preds)
+    left_out: dict[str, int] = {}
+    counted = keep.copy()
+    for label in sorted(set(kind.values())):  # each op left out is charged to one kind
+        reached = _reach([k for k in kind if kind[k] == label], preds) & ~counted
+        left_out[label] = int(reached.sum())
+        counted |= reached
+    if not counted.all():
+        left_out["unused ops"] = int((~counted).sum())
+    return keep, left_out, named
+
+
+def _reach(start: list[int], edges: list[list[int]]) -> np.ndarray:
+    seen = np.zeros(len(edges), bool)
+    stack = list(start)
+    seen[start] = True
+    while stack:
+        for j in edges[stack.pop()]:
+            if not seen[j]:
+                seen[j] = True
+                stack.append(j)
+    return seen

@@ -1,0 +1,129 @@
+"""What the importer keeps of a graph file: the training step, not the initializers or the
+checkpoint ops beside it (gplace/importer/step.py); TF2 steps written as a SavedModel or handed
+over as a ConcreteFunction keep their colocations, shapes and parameters."""
+
+import numpy as np
+
+import gplace
+from gplace.place import place
+from gplace.tfimport import tensorflow
+
+tf = tensorflow()
+v1 = tf.compat.v1
+
+
+def tf1_step(saver: bool = True, resource: bool = True):
+    """A TF1 training step with its initializer (``init``) and a Saver, as a GraphDef."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [8, 32], name="x")
+        w = v1.get_variable("w", [32, 16], use_resource=resource)
+        table = v1.get_variable("table", [5000, 16], use_resource=resource)
+        h = tf.matmul(x, w) + tf.reduce_mean(table, axis=0)
+        loss = tf.reduce_mean(tf.square(h), name="loss")
+        v1.train.AdamOptimizer(0.01).minimize(loss, name="train_op")
+        v1.global_variables_initializer()
+        if saver:
+            v1.train.Saver()
+    return graph.as_graph_def()
+
+
+def test_a_tf1_step_leaves_out_its_initializers_and_its_savers_ops():
+    gd = tf1_step()
+    graph = gplace.load_graph(gd, name="tf1")
+    left = graph.meta["import"]["left_out"]
+    assert left.get("variable initializers", 0) > 0 and left.get("checkpoint save/restore", 0) > 0
+    names = set(graph.names.tolist())
+    assert "init" not in names and "train_op" in names and "loss" in names
+    kinds = set(graph.op_types.tolist())
+    assert not kinds & {"SaveV2", "RestoreV2", "RandomUniform"}  # the initial values' fill too
+    assert "ResourceApplyAdam" in kinds and graph.param_bytes.sum() > 5000 * 16 * 4
+    whole = gplace.load_graph(gd, name="tf1", whole_graph=True)
+    assert whole.num_ops == len(gd.node) and whole.num_ops - graph.num_ops == sum(left.values())
+
+
+def test_the_initializers_cost_nothing_in_the_step():
+    """Without them the step is what a run of train_op costs: the table's random fill is gone."""
+    with_init = gplace.load_graph(tf1_step(saver=False), name="a")
+    whole = gplace.load_graph(tf1_step(saver=False), name="a", whole_graph=True)
+    assert with_init.flops.sum() < whole.flops.sum() - 4 * 5000 * 16
+
+
+def test_a_graph_that_is_only_bookkeeping_is_kept_whole():
+    graph = tf.Graph()
+    with graph.as_default():
+        v1.get_variable("w", [4, 4], use_resource=True)
+        v1.global_variables_initializer()
+    gd = graph.as_graph_def()
+    g = gplace.load_graph(gd)
+    assert g.num_ops == len(gd.node) and g.meta["import"]["left_out"] == {}
+
+
+def test_placed_pb_keeps_the_left_out_ops_with_the_device_they_asked_for(tmp_path):
+    gd = tf1_step()
+    for node in gd.node:
+        if node.name == "init":
+            node.device = "/device:CPU:0"
+    path = tmp_path / "step.pb"
+    path.write_bytes(gd.SerializeToString())
+    result = place(str(path), cluster="post-2gpu", polish=0)
+    assert "checkpoint save/restore" in result.summary.left_out
+    files = result.export(tmp_path / "out")
+    placed = tf.compat.v1.GraphDef()
+    placed.ParseFromString((tmp_path / "out" / "placed.pb").read_bytes())
+    by_name = {n.name: n.device for n in placed.node}
+    assert len(by_name) == len(gd.node) and by_name["init"] == "/device:CPU:0"
+    assert by_name["train_op"] == result.op_devices["train_op"]
+    assert any(f.name == "placement.json" for f in files)
+
+
+class Step(tf.Module):
+    def __init__(self):
+        self.w = tf.Variable(tf.random.normal([24, 12]), name="w")
+        self.opt = tf.Variable(tf.zeros([24, 12]), name="momentum")
+
+    @tf.function(input_signature=[tf.TensorSpec([6, 24], tf.float32)])
+    def train(self, x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w)))
+        grad = tape.gradient(loss, self.w)
+        self.opt.assign(0.9 * self.opt + grad)
+        self.w.assign_sub(0.01 * self.opt)
+        return loss
+
+
+def test_a_saved_model_step_keeps_its_colocations_and_leaves_out_its_checkpoint_functions(
+        tmp_path):
+    module = Step()
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"train": module.train})
+    graph = gplace.load_graph(tmp_path / "sm")
+    assert graph.meta["import"]["shape_inference"] == "tensorflow"  # the import into TF works
+    assert graph.meta["import"]["left_out"].get("checkpoint save/restore", 0) > 0
+    assert not set(graph.op_types.tolist()) & {"SaveV2", "RestoreV2", "MergeV2Checkpoints"}
+    result = place(str(tmp_path / "sm"), cluster="post-2gpu", polish=0)
+    result.export(tmp_path / "out")
+    placed = tf.compat.v1.GraphDef()
+    placed.ParseFromString((tmp_path / "out" / "placed.pb").read_bytes())
+    with tf.Graph().as_default():  # every loc:@ names a node of the placed graph
+        tf.compat.v1.import_graph_def(placed, name="")
+
+
+def test_a_concrete_function_brings_its_variables_shapes_and_bytes():
+    module = Step()
+    graph = gplace.load_graph(module.train.get_concrete_function())
+    assert graph.meta["import"]["outputs_with_unknown_dims"] == 0
+    assert graph.param_bytes.sum() == 2 * 24 * 12 * 4
+    matmuls = graph.op_types == "MatMul"
+    assert matmuls.sum() >= 2 and np.all(graph.flops[matmuls] == 2 * 6 * 24 * 12)
+
+
+def test_a_functions_graph_written_without_shapes_is_flagged():
+    """as_graph_def() without add_shapes: the variables reach the file shapeless; place's
+    summary says so and how to write it."""
+    from gplace.place import _shape_caveat
+    module = Step()
+    bare = gplace.load_graph(module.train.get_concrete_function().graph.as_graph_def())
+    assert bare.meta["import"]["shapeless_variables"] == 2
+    assert "add_shapes=True" in _shape_caveat(bare)
+    shaped = gplace.load_graph(module.train.get_concrete_function())
+    assert shaped.meta["import"]["shapeless_variables"] == 0 and _shape_caveat(shaped) == ""
