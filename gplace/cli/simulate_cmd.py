@@ -58,6 +58,16 @@ def read_placement_file(path: str) -> dict[str, str]:
     return record
 
 
+def _recorded_optimizer(path: str):
+    """The optimizer a PyTorch step's placement.json was placed with (its "torch" record);
+    None when the file has none (read_placement_file reports a bad file)."""
+    try:
+        record = json.loads(Path(path).read_text())
+        return record["torch"]["optimizer"] or None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def run(args) -> int:
     from gplace.cluster import load_cluster
     from gplace.cost import CostModel, cost_model_for
@@ -69,7 +79,12 @@ def run(args) -> int:
     if args.trace:
         checks.output_file(args.trace, "--trace")
     cluster = load_cluster(args.cluster)
-    graph = models.load_model(args.model, **models.torch_options(args))
+    options = models.torch_options(args)
+    if args.placement and str(args.model).lower().endswith(".pt2") and "optimizer" not in options:
+        recorded = _recorded_optimizer(args.placement)  # what `gplace place` placed
+        if recorded:
+            options["optimizer"] = recorded
+    graph = models.load_model(args.model, **options)
     model = CostModel.load(args.cost_model) if args.cost_model else cost_model_for(args.model)
     problem = PlacementProblem.build(graph, cluster, model, CoarsenConfig(args.max_units))
     sim = FastSimulator(problem)

@@ -2,7 +2,9 @@
 
 Where ``torch.utils.flop_counter`` has a formula (matrix products, convolutions and their
 backward, attention), the node gets exactly that count, computed from the shapes in
-``node.meta["val"]``: the figure FlopCounterMode would report for the same op. Every other
+``node.meta["val"]``: the figure FlopCounterMode would report for the same op. Fused attention
+kernels it has no formula for (the CPU flash kernel) get the same products' count
+(:func:`attention_flops`). Every other
 node gets gplace's estimate for the matching TensorFlow op (gplace/importer/flops.py): output
 elements x 1 for arithmetic, x 4 for transcendental functions, input elements for reductions,
 10 / 12 per element for normalization forward / backward, 5 for softmax, 8 for the losses,
@@ -39,7 +41,11 @@ PER_ELEMENT = {"native_batch_norm": 10, "_native_batch_norm_legit_functional": 1
                "_log_softmax_backward_data": 5, "nll_loss_forward": 8, "nll_loss_backward": 8,
                "binary_cross_entropy_with_logits": 8, "max_pool2d_with_indices": 4,
                "max_pool2d_with_indices_backward": 4, "avg_pool2d": 4,
-               "avg_pool2d_backward": 4}
+               "avg_pool2d_backward": 4, "native_group_norm": 10,
+               "native_group_norm_backward": 12, "mse_loss": 3, "mse_loss_backward": 3,
+               "smooth_l1_loss": 4, "smooth_l1_loss_backward": 4, "huber_loss": 4,
+               "huber_loss_backward": 4, "native_dropout": 5, "native_dropout_backward": 1,
+               "bernoulli": 4}
 
 
 class NodeFlops(NamedTuple):
@@ -69,6 +75,8 @@ def node_flops(node: fx.Node, update_flops_per_element: int = 2) -> NodeFlops:
         return NodeFlops(float(flop_registry[packet](*args, **kwargs,
                                                      out_val=node.meta.get("val"))), 0.0)
     name = aten_name(node.target)
+    if "scaled_dot_product" in name and "attention" in name:
+        return NodeFlops(0.0, attention_flops(name, node.args))
     out = max((_numel(t) for t in _tensors(node.meta.get("val"))), default=0)
     inputs = max((_numel(a.meta.get("val")) for a in node.all_input_nodes), default=0)
     if packet is None and name.endswith("_update"):  # gplace.torchfront.optim
@@ -80,6 +88,19 @@ def node_flops(node: fx.Node, update_flops_per_element: int = 2) -> NodeFlops:
     if name in REDUCTIONS:
         return NodeFlops(0.0, float(inputs))
     return NodeFlops(0.0, float(PER_ELEMENT.get(name, 0) * max(out, inputs)))
+
+
+def attention_flops(name: str, args) -> float:
+    """Fused attention kernels the counter has no formula for (the CPU flash kernel
+    ``_scaled_dot_product_flash_attention_for_cpu`` and its backward): Q K^T and P V,
+    2 b h Lq Lk (d + dv) forward, twice that backward (dP, dV, dQ, dK)."""
+    backward = name.endswith("_backward")  # (grad_out, query, key, value, ...)
+    q, k, v = (_val(a) for a in (args[1:4] if backward else args[:3]))
+    if not all(isinstance(t, torch.Tensor) and t.dim() >= 2 for t in (q, k, v)):
+        return 0.0
+    heads = _numel(q) // (q.shape[-2] * q.shape[-1]) if q.shape[-2] * q.shape[-1] else 0
+    forward = 2.0 * heads * q.shape[-2] * k.shape[-2] * (q.shape[-1] + v.shape[-1])
+    return 2.0 * forward if backward else forward
 
 
 def _val(x):

@@ -5,15 +5,20 @@
 ``weights_only=True`` load is read again with ``weights_only=False`` (torch/_export/serde/
 serialize.py, ``deserialize_torch_artifact``). Unpickling runs whatever code the file names. So
 before calling it, :func:`check_archive` opens the zip and refuses (unless ``trust=True``) a
-file with any pickled payload, a torchbind constant, or a ``.pt`` member that
+file with any member a plain program's archive does not hold (:data:`MEMBERS`: an AOTInductor
+shared library, which ``torch.export.load`` would open, is one), a config entry that is not a
+raw weight or tensor (pickled payloads, torchbind and opaque objects), or a ``.pt`` member that
 ``torch.load(weights_only=True)`` rejects: what is left for ``torch.export.load`` to read is
 JSON, raw tensor bytes and weights-only loads, none of which runs code.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
+import re
 import zipfile
 from pathlib import Path
 
@@ -22,6 +27,14 @@ from gplace.errors import GraphError
 PT2_SUFFIX = ".pt2"
 TRUST_HINT = ("pass trust=True (CLI: --trust-pt2) only for a file you made or trust: "
               "torch.export.load unpickles it, and unpickling can run any code")
+
+
+# What torch.export.save writes for a program of tensors, below the archive's top folder.
+MEMBERS = re.compile(r"models/[^/]+\.json|data/weights/(weight_[0-9]+|[^/]+_config\.json)"
+                     r"|data/constants/(tensor_[0-9]+|[^/]+_config\.json)"
+                     r"|data/sample_inputs/[^/]+\.pt|extra/[^/]+|archive_format|archive_version"
+                     r"|byteorder|\.data/version|\.data/serialization_id|[^/]*/")
+RAW_ENTRY = re.compile(r"(weight|tensor)_[0-9]+")
 
 
 def check_archive(path: Path) -> None:
@@ -37,6 +50,10 @@ def check_archive(path: Path) -> None:
             raise GraphError(f"{path}: a zip file, but not one torch.export.save wrote (no "
                              f"models/model.json inside)")
         for name in names:
+            inner = name.split("/", 1)[1] if "/" in name else name
+            if not MEMBERS.fullmatch(inner):
+                raise GraphError(f"{path}: holds {name[:120]!r}, which a program of tensors "
+                                 f"does not (compiled code or pickled objects); {TRUST_HINT}")
             if name.endswith("_config.json"):
                 _check_config(path, name, archive.read(name))
             elif name.endswith(".pt"):
@@ -51,9 +68,9 @@ def _check_config(path: Path, name: str, data: bytes) -> None:
     for fqn, entry in config.items():
         if not isinstance(entry, dict):
             continue
-        if entry.get("use_pickle") or entry.get("path_name", "").startswith(("custom_obj",
-                                                                             "script_obj")):
-            raise GraphError(f"{path}: {fqn!r} is stored pickled; {TRUST_HINT}")
+        if entry.get("use_pickle") or not RAW_ENTRY.fullmatch(str(entry.get("path_name", ""))):
+            raise GraphError(f"{path}: {fqn!r} is stored pickled or as an object, not as raw "
+                             f"tensor bytes; {TRUST_HINT}")
 
 
 def _check_weights_only(path: Path, name: str, data: bytes) -> None:
@@ -77,9 +94,24 @@ def load_program(path: str | Path, trust: bool = False):
     if not trust:
         check_archive(path)
     try:
-        return torch.export.load(path)
+        with _quiet_torch_export():
+            return torch.export.load(path)
     except Exception as e:  # noqa: BLE001 - torch raises many types for a bad archive
         raise GraphError(f"{path}: torch.export.load failed: {one_line(e)}") from None
+
+
+@contextlib.contextmanager
+def _quiet_torch_export():
+    """torch.export.load logs a traceback before raising; the user gets gplace's one line."""
+    loggers = [logging.getLogger(n) for n in ("torch.export", "torch._export")]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.setLevel(level)
 
 
 def one_line(error: BaseException, limit: int = 200) -> str:

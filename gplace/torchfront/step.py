@@ -67,8 +67,8 @@ class _Tupled(nn.Module):
         super().__init__()
         self.m = module
 
-    def forward(self, *args):
-        return (self.m(*args),)
+    def forward(self, *args):  # the one leaf of a (loss,) or {"loss": loss} too
+        return tuple(torch.utils._pytree.tree_leaves(self.m(*args)))
 
 
 def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> StepGraph:
@@ -77,8 +77,21 @@ def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> S
     if kwargs:
         raise GraphError(f"{label}: the forward takes keyword arguments ({', '.join(kwargs)}); "
                          "export it with the batch as positional arguments")
+    for k, arg in enumerate(args):
+        if not isinstance(arg, torch.Tensor):
+            raise GraphError(f"{label}: argument {k} of the forward is of type "
+                             f"{type(arg).__name__}, not a tensor; export it with the batch as "
+                             "positional tensors (a dict or list of tensors spread out as "
+                             "arguments, numbers set on the module)")
     _check_loss(program, label)
-    wrapped = _Tupled(program.module())
+    module = program.module()
+    _constants_as_buffers(module, program)
+    for name in unused_parameters(program):  # no gradient reaches it: frozen, as eager is
+        module.get_parameter(name).requires_grad_(False)
+    if not any(p.requires_grad for p in module.parameters()):
+        raise GraphError(f"{label}: no parameter of the program takes a gradient from the loss: "
+                         "there is no training step to place")
+    wrapped = _Tupled(module)
     try:
         from torch._functorch.aot_autograd import aot_export_module
         joint, sig = aot_export_module(wrapped, list(args), trace_joint=True,
@@ -100,6 +113,30 @@ def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> S
         optimizer=optimizer)
     _rewrite(step, sig)
     return step
+
+
+def _constants_as_buffers(module: nn.Module, program) -> None:
+    """A plain tensor attribute the forward reads (class weights, a mask) is a lifted constant
+    of the program, a real tensor AOT's fake tracing refuses; as a non-persistent buffer it
+    becomes an input of the step like any buffer, which the step never updates."""
+    for fqn in program.graph_signature.inputs_to_lifted_tensor_constants.values():
+        owner_name, _, attr = fqn.rpartition(".")
+        owner = module.get_submodule(owner_name) if owner_name else module
+        value = getattr(owner, attr, None)
+        if isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter) and \
+                attr not in owner._buffers:
+            delattr(owner, attr)
+            owner.register_buffer(attr, value, persistent=False)
+
+
+def unused_parameters(program) -> list[str]:
+    """The parameters no op of the program reads: one a model declares and never uses, or
+    one side of a tied pair (``head.weight = embed.weight``), which torch.export's saved
+    program keeps as two entries, one of them read by every use. Eager training gives an
+    unused parameter no gradient and leaves it as it is; so does the step."""
+    users = {n.name: len(n.users) for n in program.graph.nodes if n.op == "placeholder"}
+    return [fqn for ph, fqn in program.graph_signature.inputs_to_parameters.items()
+            if users.get(ph, 0) == 0]
 
 
 def _check_loss(program, label: str) -> None:

@@ -128,3 +128,18 @@ def test_simulate_costs_by_the_profile_beside_the_model_and_reads_pt2_options():
                  "--random", "1", "--optimizer", "adam")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
     assert "apply to PyTorch (.pt2) models only" in bad.stderr
+
+
+def test_simulate_takes_a_pt2_placements_optimizer_from_its_placement_json(tmp_path):
+    """placement.json of an Adam step names Adam's state ops; simulate builds that step
+    without being told --optimizer again."""
+    from pathlib import Path
+    model = Path(__file__).resolve().parents[2] / "gplace" / "examples" / "torch" / "cnn.pt2"
+    placed = gplace("place", model, "--cluster", "post-4gpu", "--optimizer", "adam",
+                    "--polish", "0", "--out", tmp_path / "out", "--json")
+    assert placed.returncode == 0, placed.stderr
+    step = json.loads(placed.stdout)["step_time_s"]
+    sim = gplace("simulate", model, "--cluster", "post-4gpu", "--placement",
+                 tmp_path / "out" / "placement.json", "--json")
+    assert sim.returncode == 0, sim.stderr
+    assert json.loads(sim.stdout)["step_time_s"] == pytest.approx(step, rel=1e-9)

@@ -116,3 +116,80 @@ def test_the_cli_inspects_a_pt2_with_its_optimizer(pt2, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["import"]["optimizer"] == "adam"
     assert summary["top_op_types"]["ResourceApplyAdam"] == 4
+
+
+class DictBatch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+
+    def forward(self, batch):
+        return (self.fc(batch["x"]).squeeze(-1) - batch["y"]).square().mean()
+
+
+class NoParameters(torch.nn.Module):
+    def forward(self, x):
+        return x.square().mean()
+
+
+class LossInADict(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        return {"loss": self.fc(x).square().mean()}
+
+
+def test_a_batch_that_is_not_positional_tensors_is_one_line(tmp_path):
+    path = save(DictBatch(), ({"x": torch.randn(3, 4), "y": torch.randn(3)},),
+                tmp_path / "dict.pt2")
+    with pytest.raises(GraphError, match="argument 0 of the forward is of type dict"):
+        gplace.load_graph(path)
+
+
+def test_a_program_with_nothing_to_train_is_one_line(tmp_path):
+    path = save(NoParameters(), (torch.randn(3, 4),), tmp_path / "none.pt2")
+    with pytest.raises(GraphError, match="no parameter .* takes a gradient"):
+        gplace.load_graph(path)
+
+
+def test_a_loss_returned_in_a_dict_or_a_one_tuple_is_the_loss(tmp_path):
+    """The Hugging Face habit ({"loss": loss}) and (loss,): one scalar leaf, taken as it."""
+    path = save(LossInADict(), (torch.randn(3, 4),), tmp_path / "dictloss.pt2")
+    graph = gplace.load_graph(path)
+    assert any(n.startswith("optimizer/") or "fc.weight" in n for n in graph.names.tolist())
+
+
+def _with_member(path, out, name, data, replace=None):
+    """A copy of the archive at ``path`` with the member ``name`` added, or replacing the
+    member whose name ends with ``replace``."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+        prefix = src.namelist()[0].split("/")[0]
+        for info in src.infolist():
+            if not (replace and info.filename.endswith(replace)):
+                dst.writestr(info, src.read(info.filename))
+        dst.writestr(f"{prefix}/{name}", data)
+    return out
+
+
+def test_compiled_code_in_an_archive_is_refused_without_trust(tmp_path):
+    """torch.export.load extracts and opens an AOTInductor shared library: code, refused."""
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
+    aoti = _with_member(path, tmp_path / "aoti.pt2", "data/aotinductor/model/model.so",
+                        b"\x7fELF")
+    with pytest.raises(GraphError, match="model.so.*compiled code or pickled objects"):
+        gplace.load_graph(aoti)
+
+
+def test_an_opaque_constant_is_refused_without_trust(tmp_path):
+    """A constant stored as an opaque object is unpickled by torch.export.load."""
+    import json
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
+    config = {"config": {"evil": {"path_name": "opaque_obj_0", "is_param": False,
+                                  "use_pickle": False}}}
+    evil = _with_member(path, tmp_path / "opaque.pt2",
+                        "data/constants/model_constants_config.json",
+                        json.dumps(config), replace="model_constants_config.json")
+    with pytest.raises(GraphError, match="'evil' is stored pickled or as an object"):
+        gplace.load_graph(evil)

@@ -3,6 +3,7 @@ colocation, op types the policy knows, and the dispatch from gplace.load_graph."
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -135,3 +136,86 @@ def test_opgraph_round_trips_through_npz(step_of, tmp_path):
     again = gplace.OpGraph.load(tmp_path / "g.npz")
     assert again.names.tolist() == graph.names.tolist()
     assert again.meta["torch"]["fx_nodes"] == graph.meta["torch"]["fx_nodes"]
+
+
+class TiedHead(torch.nn.Module):
+    """The usual language-model tie: the output layer is the embedding's weight."""
+
+    def __init__(self):
+        super().__init__()
+        self.tok = torch.nn.Embedding(20, 8)
+        self.head = torch.nn.Linear(8, 20, bias=False)
+        self.head.weight = self.tok.weight
+        self.spare = torch.nn.Linear(8, 8)  # declared, never used
+
+    def forward(self, idx, target):
+        return torch.nn.functional.cross_entropy(self.head(self.tok(idx)), target)
+
+
+def test_a_tied_head_and_an_unused_parameter_train_as_eager_pytorch_does(tmp_path):
+    """torch.export's saved program keeps a tied pair as two parameters, one read by both
+    uses; the other, like a parameter no op reads, gets no gradient, as in eager PyTorch."""
+    from gplace.torchfront import load_placed
+    torch.manual_seed(0)
+    model, batch = TiedHead(), (torch.randint(0, 20, (6,)), torch.randint(0, 20, (6,)))
+    path = tmp_path / "tied.pt2"
+    torch.export.save(torch.export.export(model, batch), path)
+    graph = gplace.load_graph(path)
+    assert graph.num_ops > 0
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    (tmp_path / "placement.json").write_text(json.dumps(
+        {"placement": {n: device for n in graph.names.tolist()}}))
+    loss, *state = load_placed(path, tmp_path / "placement.json").run()
+    eager_loss = model(*batch)
+    eager_loss.backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.grad is not None:
+                p -= 0.01 * p.grad
+    assert torch.equal(loss, eager_loss.detach())
+    assert any(torch.equal(t, model.tok.weight) for t in state)
+    assert any(torch.equal(t, model.spare.weight) for t in state)  # unchanged
+
+
+def test_fused_attention_is_priced_forward_and_backward(tmp_path):
+    """torch.export on CPU emits the flash kernel (_scaled_dot_product_flash_attention_for_cpu),
+    which torch's counter has no formula for; its products still count."""
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = torch.nn.Parameter(torch.ones(8))
+
+        def forward(self, x):
+            q = (x * self.scale).view(1, 2, 256, 8)
+            out = torch.nn.functional.scaled_dot_product_attention(q, q, q)
+            return out.square().mean()
+    path = tmp_path / "attention.pt2"
+    torch.export.save(torch.export.export(Attention(), (torch.randn(512, 8),)), path)
+    graph = gplace.load_graph(path)
+    forward = 2 * 2 * 256 * 256 * (8 + 8)
+    assert graph.flops.sum() >= 3 * forward
+
+
+def test_a_plain_tensor_attribute_is_an_input_of_the_step(tmp_path):
+    """Class weights kept as a tensor attribute: a lifted constant of the program, real, not
+    fake, when AOT traces; the step reads it as a buffer and the placed run uses its value."""
+    from gplace.torchfront import load_placed
+
+    class Weighted(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(6, 3)
+            self.class_weight = torch.tensor([1.0, 2.0, 0.5])
+
+        def forward(self, x, y):
+            return torch.nn.functional.cross_entropy(self.fc(x), y, weight=self.class_weight)
+    torch.manual_seed(0)
+    model, batch = Weighted(), (torch.randn(5, 6), torch.randint(0, 3, (5,)))
+    path = tmp_path / "weighted.pt2"
+    torch.export.save(torch.export.export(model, batch), path)
+    graph = gplace.load_graph(path)
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    (tmp_path / "placement.json").write_text(json.dumps(
+        {"placement": {n: device for n in graph.names.tolist()}}))
+    loss, *_ = load_placed(path, tmp_path / "placement.json").run()
+    assert torch.equal(loss, model(*batch).detach())
