@@ -162,8 +162,8 @@ def profile_pinned(source: GraphSource, core: int, cache_dir: Path) -> CostProfi
     path = cache_dir / f"{source.name}.profile.json.gz"
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "gplace.calibrate", "profile", str(source.path),
-               source.name, str(path), str(core)]
+        cmd = [sys.executable, "-m", "gplace.calibrate", "profile",  # the child's cwd differs
+               str(Path(source.path).resolve()), source.name, str(path.resolve()), str(core)]
         done = subprocess.run(cmd, cwd=_repo_root(), env=_child_env(), capture_output=True,
                               text=True, timeout=1800)
         if done.returncode != 0:

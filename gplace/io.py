@@ -73,6 +73,9 @@ def write_gzip_json(path: str | os.PathLike, record: dict) -> None:
     atomic_write_bytes(path, gzip.compress(json.dumps(record).encode(), mtime=0))
 
 
+MAX_RECORD_BYTES = 1 << 30  # a profile of a million ops is ~100 MiB of JSON
+
+
 def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
     """The record written by :func:`write_gzip_json`, checked for ``format_version``
     ``version`` (removed from the record); one-line ConfigError naming ``what`` otherwise."""
@@ -81,9 +84,14 @@ def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
 
     from gplace.errors import ConfigError
     try:
-        record = json.loads(gzip.decompress(open(path, "rb").read()))
-    except (OSError, ValueError, EOFError) as e:
-        raise ConfigError(f"{path}: not a gplace {what} ({e})") from None
+        with gzip.open(path, "rb") as f:  # a bounded read: a small file may inflate to GBs
+            data = f.read(MAX_RECORD_BYTES + 1)
+        if len(data) > MAX_RECORD_BYTES:
+            raise ConfigError(f"{path}: a {what} larger than {MAX_RECORD_BYTES >> 20} MiB "
+                              "uncompressed; not one gplace wrote")
+        record = json.loads(data)
+    except (OSError, ValueError, EOFError, RecursionError) as e:
+        raise ConfigError(f"{path}: not a gplace {what} ({type(e).__name__})") from None
     if not isinstance(record, dict) or record.pop("format_version", None) != version:
         raise ConfigError(f"{path}: {what} format is not version {version}")
     return record

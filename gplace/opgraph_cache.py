@@ -22,6 +22,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -158,8 +159,8 @@ def _read(entry: Path) -> OpGraph | None:
         return None
     try:
         return OpGraph.load(entry).validate()
-    except (GraphError, OSError, ValueError, KeyError, TypeError):
-        return None  # truncated or foreign: imported again and rewritten
+    except Exception:  # noqa: BLE001 - truncated, empty or foreign: imported again, rewritten
+        return None
 
 
 def _write(entry: Path, graph: OpGraph) -> None:
@@ -177,6 +178,9 @@ def _touch(entry: Path) -> None:
         pass  # a read-only folder: it is pruned by its write time
 
 
+ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.npz")
+
+
 def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
     """Removes the entries beyond the ``keep`` most recently used (written or read)."""
     def mtime(p: Path) -> float:
@@ -184,7 +188,10 @@ def _prune(folder: Path, keep: int = MAX_ENTRIES) -> None:
             return p.stat().st_mtime
         except OSError:
             return 0.0
-    entries = sorted(folder.glob("*.npz"), key=mtime, reverse=True)
+    # only the entries this cache names (a sha256 each): GPLACE_CACHE_DIR may be a folder
+    # that holds the user's own .npz files too
+    entries = sorted((p for p in folder.glob("*.npz") if ENTRY_NAME.fullmatch(p.name)),
+                     key=mtime, reverse=True)
     for old in entries[keep:]:
         try:
             old.unlink()

@@ -75,7 +75,7 @@ class CostProfile:
     def load(cls, path: str | os.PathLike) -> CostProfile:
         record = read_gzip_json(path, "profile", FORMAT_VERSION)
         try:
-            return cls(
+            profile = cls(
                 graph=record["graph"], device_kind=record["device_kind"],
                 machine=record["machine"], step_time_s=float(record["step_time_s"]),
                 op_names=np.asarray(record["op_names"], dtype=str),
@@ -87,3 +87,32 @@ class CostProfile:
                          else None))
         except KeyError as e:
             raise ConfigError(f"{path}: profile is missing the field {e.args[0]!r}") from None
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ConfigError(f"{path}: a profile field has the wrong type "
+                              f"({type(e).__name__})") from None
+        profile.check(path)
+        return profile
+
+    def check(self, path) -> None:
+        """ConfigError unless every array has one entry per op and every time, byte and run
+        count is finite, non-negative and below a day, an exbibyte, a billion runs per op."""
+        if self.op_names.ndim != 1:
+            raise ConfigError(f"{path}: profile field 'op_names' is not a list of names")
+        n = len(self.op_names)
+        arrays = {"op_time_s": self.op_time_s, "op_output_bytes": self.op_output_bytes,
+                  "op_temp_bytes": self.op_temp_bytes}
+        if self.op_runs is not None:
+            arrays["op_runs"] = self.op_runs
+        for name, values in arrays.items():
+            if values.shape != (n,):
+                raise ConfigError(f"{path}: profile field {name!r} has {values.size} entries "
+                                  f"for {n} ops")
+        times = np.append(self.op_time_s, self.step_time_s)
+        if not np.all(np.isfinite(times)) or times.min(initial=0) < 0 or times.max() > 86400:
+            raise ConfigError(f"{path}: profile times must be finite seconds in 0..86400")
+        counts = np.concatenate([self.op_output_bytes, self.op_temp_bytes])
+        if counts.min(initial=0) < 0 or counts.max(initial=0) > 2**60:
+            raise ConfigError(f"{path}: profile byte counts must be in 0..2**60")
+        if self.op_runs is not None and (self.op_runs.min(initial=0) < 0 or
+                                         self.op_runs.max(initial=0) > 10**9):
+            raise ConfigError(f"{path}: profile run counts must be in 0..10**9 per step")

@@ -158,8 +158,22 @@ def test_nothing_is_prefetched_for_bad_files_or_without_a_cache(cache, tmp_path,
 
 def test_the_folder_keeps_the_entries_written_last(cache):
     cache.mkdir()
-    for k in range(5):
-        (cache / f"{k}.npz").write_bytes(b"x")
-        os.utime(cache / f"{k}.npz", (1000 + k, 1000 + k))
+    names = [f"{k:064x}.npz" for k in range(5)]  # entries are named by a sha256
+    for k, name in enumerate(names):
+        (cache / name).write_bytes(b"x")
+        os.utime(cache / name, (1000 + k, 1000 + k))
     opgraph_cache._prune(cache, keep=3)
-    assert sorted(p.name for p in cache.glob("*.npz")) == ["2.npz", "3.npz", "4.npz"]
+    assert sorted(p.name for p in cache.glob("*.npz")) == names[2:]
+
+
+def test_pruning_leaves_files_the_cache_did_not_write(cache):
+    """GPLACE_CACHE_DIR may name a folder of the user's own .npz files: only entries are
+    pruned."""
+    cache.mkdir()
+    mine = [cache / f"my_experiment_{k}.npz" for k in range(3)]
+    for k, path in enumerate(mine):
+        path.write_bytes(b"data")
+        os.utime(path, (k, k))  # older than any entry
+    opgraph_cache.load_graph(EXAMPLE)
+    opgraph_cache._prune(cache, keep=0)
+    assert all(path.exists() for path in mine) and not list(cache.glob("[0-9a-f]" * 64 + ".npz"))

@@ -69,3 +69,31 @@ def test_run_counts_round_trip_and_default_to_one(tmp_path):
     np.testing.assert_array_equal(q.op_runs, [20, 1, 0])
     # an op that did not run (an untaken branch) and one outside the profile count once
     assert q.runs_for(np.array(["c", "a", "x", "b"])).tolist() == [1, 20, 1, 1]
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("op_time_s", [-1.0, 2.0, 0.5], "finite seconds"),
+    ("op_time_s", [float("nan"), 2.0, 0.5], "finite seconds"),
+    ("op_time_s", [1.0, 2.0], "has 2 entries for 3 ops"),
+    ("op_time_s", ["x", 2.0, 0.5], "wrong type"),
+    ("op_output_bytes", [8, -16, 0], "byte counts"),
+    ("step_time_s", None, "wrong type"),
+])
+def test_a_profile_with_impossible_values_is_one_config_error(tmp_path, field, value, message):
+    """Negative or NaN times crashed the simulator's compiled code (a segfault, no message)."""
+    path = tmp_path / "p.profile.json.gz"
+    profile().save(path)
+    record = json.loads(gzip.decompress(path.read_bytes()))
+    record[field] = value
+    path.write_bytes(gzip.compress(json.dumps(record).encode()))
+    with pytest.raises(ConfigError, match=message):
+        CostProfile.load(path)
+
+
+def test_a_profile_that_inflates_past_the_limit_is_refused(tmp_path, monkeypatch):
+    from gplace import io
+    monkeypatch.setattr(io, "MAX_RECORD_BYTES", 1000)
+    path = tmp_path / "p.profile.json.gz"
+    path.write_bytes(gzip.compress(b" " * 5000 + b"{}"))
+    with pytest.raises(ConfigError, match="larger than"):
+        CostProfile.load(path)

@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     _torch_cache_beside_ours()
     from gplace.allocator import keep_freed_memory
     keep_freed_memory()  # fine-tuning's passes reuse their memory instead of faulting it in
-    from gplace.cli.interrupt import interruptible
+    from gplace.cli.interrupt import Terminated, interruptible
     from gplace.errors import GplaceError
     args = parse(argv)
     try:
@@ -77,9 +77,12 @@ def main(argv: list[str] | None = None) -> int:
     except GplaceError as e:
         print(f"gplace {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"gplace {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        terminated = isinstance(e, Terminated)
+        print(f"gplace {args.command}: interrupted{' (SIGTERM)' if terminated else ''}; "
+              "run the same command again to resume" if args.command == "pretrain" else
+              f"gplace {args.command}: interrupted", file=sys.stderr)
+        return 143 if terminated else 130
     except BrokenPipeError:  # `gplace inspect m.pb | head`: the reader left; say nothing
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141

@@ -122,7 +122,8 @@ def resolve_graph(name: str, out: Path) -> tuple[str, Path, str]:
                           f"(e.g. {', '.join(DEFAULT_GRAPHS)})")
     print(f"gplace calibrate: building {name} (python -m datasets.worker)", file=sys.stderr)
     (out / "graphs").mkdir(parents=True, exist_ok=True)
-    done = subprocess.run([sys.executable, "-m", "datasets.worker", name, str(out / "graphs")],
+    done = subprocess.run([sys.executable, "-m", "datasets.worker", name,
+                           str((out / "graphs").resolve())],  # the child runs in the clone
                           cwd=root, capture_output=True, text=True)
     if done.returncode != 0:
         raise ConfigError(f"building {name} failed: {done.stderr.strip().splitlines()[-1:]}")

@@ -97,6 +97,8 @@ def cluster_name(name: str | None) -> str | None:
 def output_dir(path: str | os.PathLike, flag: str = "--out") -> Path:
     """A folder that is, or can be created, writable, with room for the outputs; checked
     before the work so that a bad path does not cost the result. Creates nothing."""
+    if not str(path).strip():
+        raise ConfigError(f"{flag} is empty; give a folder")
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise ConfigError(f"{flag} {path}: exists and is not a folder")
@@ -128,6 +130,8 @@ def claim_output(path: Path, flag: str = "--out"):
 
 def output_file(path: str | os.PathLike, flag: str = "--out") -> Path:
     """A file that can be written (replaced if it exists): not a folder, in a writable one."""
+    if not str(path).strip():
+        raise ConfigError(f"{flag} is empty; give a file name")
     path = Path(path)
     if path.is_dir():
         raise ConfigError(f"{flag} {path}: is a folder; give a file name")

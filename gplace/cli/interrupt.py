@@ -1,4 +1,5 @@
-"""Ctrl-C: exit 130 with "interrupted", in every command, Lightning's included.
+"""Ctrl-C: exit 130 with "interrupted", in every command, Lightning's included (a SIGTERM
+that Lightning catches in training: exit 143).
 
 Lightning catches KeyboardInterrupt in ``Trainer.fit``, logs its own notice and calls
 ``sys.exit(1)`` (lightning/pytorch/trainer/call.py). :func:`interruptible` notes the SIGINT,
@@ -30,6 +31,11 @@ def in_compiler(frame) -> bool:
     return False
 
 
+class Terminated(KeyboardInterrupt):
+    """A SIGTERM that Lightning caught during training (it raises SystemExit with no code):
+    the command stops as after Ctrl-C, with exit code 143."""
+
+
 @contextmanager
 def interruptible():
     hit: list[int] = []
@@ -53,7 +59,9 @@ def interruptible():
     previous_alarm = signal.signal(signal.SIGALRM, on_signal)
     try:
         yield
-    except SystemExit:
+    except SystemExit as e:
+        if type(e).__name__ == "SIGTERMException":  # Lightning's handler of a SIGTERM in fit
+            raise Terminated from None
         if hit:
             raise KeyboardInterrupt from None
         raise

@@ -59,13 +59,16 @@ class LearnConfig:
     def __post_init__(self):
         _check([(self.samples == 1 or self.samples < 0, "--samples must be 0 or >= 2"),
                 (self.ppo_epochs < 1, "--ppo-epochs must be >= 1"),
-                (self.ce_weight < 0, "--ce-weight must be >= 0"),
+                (not self.ce_weight >= 0, "--ce-weight must be >= 0"),
+                (not 0 < self.clip < 10, "--clip must be in (0, 10)"),
+                (not 0 <= self.entropy_coef < 1e3, "--entropy-coef must be in [0, 1000)"),
+                (not 0 < self.w0_lr_scale < 1e6, "--w0-lr-scale must be in (0, 1e6)"),
                 (self.elite_size < 1, "--elite-size must be >= 1"),
                 (not self.lr > 0, "--lr must be > 0"),
                 (not self.temperature > 0, "--temperature must be > 0"),
-                (self.dagger < 0, "--dagger must be >= 0"),
+                (not self.dagger >= 0, "--dagger must be >= 0"),
                 (not 0 <= self.dagger_follow <= 1, "--dagger-follow must be in [0, 1]"),
-                (self.dagger_temperature < 0, "--dagger-temperature must be >= 0"),
+                (not self.dagger_temperature >= 0, "--dagger-temperature must be >= 0"),
                 (not 0 <= self.ce_work <= 1, "--ce-work must be in [0, 1]")])
 
 
@@ -134,6 +137,7 @@ class PretrainConfig:
     def __post_init__(self):
         lc = self.learn
         _check([(self.max_steps < 1, "--max-steps must be >= 1"),
+                (self.max_graph_ops < 1, "--max-graph-ops must be >= 1"),
                 (self.val_every < 1, "--val-every must be >= 1"),
                 (self.problems_per_step < 1, "--problems-per-step must be >= 1"),
                 (self.random_clusters < 0, "--random-clusters must be >= 0"),

@@ -33,7 +33,7 @@ from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
 from gplace.problem import PlacementProblem
 
-WEIGHTS_SCHEME = 1  # bump when the arrays or their names below change
+WEIGHTS_SCHEME = 2  # bump when the arrays or their names below change
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "policy.pt"
 NO_SHIPPED = f"no shipped checkpoint at {SHIPPED}; run `gplace pretrain` and pass its --out file"
 
@@ -184,19 +184,33 @@ def is_cached(checkpoint: str | os.PathLike) -> bool:
 def _read(entry: Path) -> PolicyWeights | None:
     try:
         with np.load(entry) as z:
-            arrays = {k: z[k] for k in z.files if k != "__kwargs__"}
+            arrays = {k: z[k] for k in z.files if not k.startswith("__")}
             kwargs = json.loads(str(z["__kwargs__"]))
+            digest = str(z["__digest__"])
+        if digest != _digest(kwargs, arrays):
+            return None  # damaged: read with torch again
         return PolicyWeights(kwargs, arrays)
-    except (OSError, ValueError, KeyError, json.JSONDecodeError):
-        return None  # missing, truncated or foreign: read with torch again
+    except Exception:  # noqa: BLE001 - missing, truncated, empty or foreign: read with torch
+        return None
+
+
+def _digest(kwargs: dict, arrays: dict) -> str:
+    """sha256 of an entry's contents: an entry damaged on disk is read again, not used."""
+    h = hashlib.sha256(json.dumps(kwargs, sort_keys=True).encode())
+    for k in sorted(arrays):
+        a = np.ascontiguousarray(arrays[k])
+        h.update(f"{k}:{a.dtype.str}:{a.shape}".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
 
 
 def _write(entry: Path, weights: PolicyWeights) -> None:
     from gplace.io import atomic_write
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write(entry, lambda f: np.savez(f, __kwargs__=json.dumps(weights.kwargs),
-                                               **weights.arrays), binary=True)
+        atomic_write(entry, lambda f: np.savez(
+            f, __kwargs__=json.dumps(weights.kwargs),
+            __digest__=_digest(weights.kwargs, weights.arrays), **weights.arrays), binary=True)
     except OSError:
         pass  # a read-only or full cache folder: the next run reads the checkpoint again
 

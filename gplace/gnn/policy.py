@@ -26,7 +26,9 @@ bit), so placing never imports torch_geometric; a policy built new uses PyG's la
 
 from __future__ import annotations
 
+import math
 import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -265,10 +267,36 @@ class GNNPolicy(nn.Module):
         if record.get("format_version") != CHECKPOINT_VERSION:
             raise ConfigError(f"{path}: checkpoint format version {record.get('format_version')}, "
                               f"this gplace reads version {CHECKPOINT_VERSION}")
+        kwargs = record.get("kwargs")
+        bad = _bad_setting(cls, kwargs)
+        if bad:
+            raise ConfigError(f"{path}: checkpoint's network setting {bad[:80]} is not one "
+                              f"this policy takes")
         try:
-            policy = cls(**record["kwargs"], lean=lean)
+            with warnings.catch_warnings():  # torch's notes on odd sizes: the error says it
+                warnings.simplefilter("ignore")
+                policy = cls(**kwargs, lean=lean)
             policy.load_state_dict(record["state_dict"])
-        except (TypeError, KeyError, RuntimeError) as e:
+        except (TypeError, KeyError, RuntimeError, ValueError, ConfigError) as e:
             raise ConfigError(f"{path}: checkpoint does not match this policy "
                               f"({' '.join(str(e).split())[:120]})") from None
         return policy.eval(), record.get("meta", {})
+
+
+def _bad_setting(cls, kwargs) -> str | None:
+    """The first of a checkpoint's constructor settings whose type is not its default's (a
+    float setting takes an int; numbers must be finite); None when all are fine."""
+    import inspect
+    if not isinstance(kwargs, dict):
+        return "kwargs"
+    params = inspect.signature(cls.__init__).parameters
+    for key, value in kwargs.items():
+        default = params[key].default if key in params else None
+        if default is None or default is inspect.Parameter.empty:
+            continue  # unknown names and required ones: the constructor says
+        want = (int, float) if isinstance(default, float) else type(default)
+        if isinstance(value, bool) != isinstance(default, bool) or not isinstance(value, want) \
+                or (isinstance(value, float) and not math.isfinite(value)):
+            return f"{key}={value!r}"
+    return None
+

@@ -260,3 +260,22 @@ def test_with_booked_transfers_zero_shot_ranks_every_rollout_by_them():
         assert booked(chosen[True])[0] <= booked(np.stack(greedy)).min()
         assert not np.array_equal(chosen[False], chosen[True])
         assert booked(chosen[True])[0] < booked(chosen[False])[0]
+
+
+@pytest.mark.parametrize("damage", ["empty", "changed array"])
+def test_a_damaged_cache_entry_is_not_used(damage):
+    """An empty entry, or one whose arrays no longer match their digest, is read again from
+    the checkpoint instead of failing every later place (or placing with wrong weights)."""
+    first = infer.load_weights()
+    entry = infer.weights_cache(infer.SHIPPED)
+    if damage == "empty":
+        entry.write_bytes(b"")
+    else:
+        with np.load(entry) as z:
+            arrays = {k: z[k] for k in z.files}
+        key = next(k for k in arrays if not k.startswith("__"))
+        arrays[key] = arrays[key] + 1
+        with open(entry, "wb") as f:
+            np.savez(f, **arrays)
+    again = infer.load_weights()
+    assert all(np.array_equal(first.arrays[k], again.arrays[k]) for k in first.arrays)
