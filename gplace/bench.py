@@ -61,11 +61,12 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
     for method in cfg.methods:
         get_placer(method)  # an unknown name fails here, listing the valid ones, before any work
     runs, meta = [], {}
-    for gpath in cfg.graphs:
-        graph = load_any(gpath)
+    graphs = [load_any(g) for g in cfg.graphs]  # a bad file fails before any run, not after
+    clusters = [load_cluster(c) for c in cfg.clusters]
+    for gpath, graph in zip(cfg.graphs, graphs):
         gname = graph.meta.get("name", Path(gpath).stem)
-        for cname in cfg.clusters:
-            problem = PlacementProblem.build(graph, load_cluster(cname), cost_model_for(gpath),
+        for cname, cluster in zip(cfg.clusters, clusters):
+            problem = PlacementProblem.build(graph, cluster, cost_model_for(gpath),
                                              coarsen=CoarsenConfig(max_units=cfg.units))
             measurer = SimMeasurer(problem)
             meta[(gname, cname)] = {"lower_bound_s": float(lower_bound(problem).bound_s),

@@ -279,12 +279,27 @@ def _pooled(results, protocol):
                       tight(t, protocol))
 
 
+def _benchmark_or_say_why(target: str, cluster: Cluster, config):
+    """The link benchmark between the first two devices; one ConfigError line when TF cannot
+    run on them (a preset like post-4gpu on a machine without its GPUs)."""
+    from gplace.real.links import benchmark
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    src, dst = cluster.devices[0].tf_device, cluster.devices[1].tf_device
+    try:
+        return benchmark(target, src, dst, config.link)
+    except tf.errors.OpError as e:
+        first = (e.message or str(e)).strip().splitlines()[0][:200]
+        raise ConfigError(f"cluster {cluster.name!r}: TensorFlow cannot run on {src} and {dst} "
+                          f"here ({first}); calibrate needs a cluster of real devices, e.g. "
+                          "local-procs") from None
+
+
 def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs",
               config: CalibrateConfig = CalibrateConfig(),
               out_dir: str | Path = "gplace-calibration", tasks=None,
               log: Callable[[str], None] = lambda s: None) -> CalibrationReport:
     """Measures and simulates every graph's placements; writes the PNG and JSON to out_dir."""
-    from gplace.real.links import benchmark
     from gplace.real.measurer import worker_tasks
     from gplace.real.procs import LocalProcs
     cluster = load_cluster(cluster) if isinstance(cluster, (str, os.PathLike)) else cluster
@@ -304,8 +319,7 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
             procs.start()
         target = procs.target if procs is not None else ""
         log("transfer benchmark between the first two devices")
-        link, overhead = benchmark(target, cluster.devices[0].tf_device,
-                                   cluster.devices[1].tf_device, config.link)
+        link, overhead = _benchmark_or_say_why(target, cluster, config)
         log(f"link: latency {link.latency_s * 1e6:.0f} us, bandwidth {link.bandwidth / 1e6:.0f}"
             f" MB/s; step overhead {overhead.one_task_s * 1e3:.2f} ms (1 task), "
             f"{overhead.two_task_s * 1e3:.2f} ms (2)")

@@ -159,7 +159,11 @@ def memory_caps(limit: str) -> dict[str | None, int]:
                               f"write 8GB, or gpu0=8GB,gpu1=4GB")
         if eq and not size.strip():
             raise ConfigError(f"memory limit {part.strip()[:60]!r}: no size after '='")
-        caps[name.strip() if eq else None] = parse_bytes(size)
+        key = name.strip() if eq else None
+        if key in caps:
+            raise ConfigError(f"memory limit {limit[:60]!r}: "
+                              f"{'every device' if key is None else key} is capped twice")
+        caps[key] = parse_bytes(size)
     return caps
 
 

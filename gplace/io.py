@@ -97,13 +97,18 @@ def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
     return record
 
 
-def cached_array(path: str | os.PathLike, compute: Callable[[], "object"]):
+def cached_array(path: str | os.PathLike, compute: Callable[[], "object"],
+                 valid: Callable[["object"], bool] | None = None):
     """The numpy array at ``path`` (``.npy``), or ``compute()``'s, then written there
-    atomically; an unwritable folder (a read-only corpus) still works, only slower."""
+    atomically; an unwritable folder (a read-only corpus) still works, only slower. A file
+    that does not load, or whose array ``valid`` refuses (damaged, or another problem's), is
+    computed again and replaced."""
     import numpy as np
     try:
-        return np.load(path)
-    except (OSError, ValueError):
+        array = np.load(path)
+        if valid is None or valid(array):
+            return array
+    except (OSError, ValueError, EOFError):
         pass
     array = np.asarray(compute())
     try:

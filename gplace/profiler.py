@@ -59,6 +59,7 @@ class ProfileConfig:
     timed_steps: int = 5      # untraced steps: meta["untraced_step_time_s"], tracing-free
     inter_op_threads: int = 1  # one op at a time: op times are not shares of a pool
     intra_op_threads: int = 1  # one core per kernel: comparable across graphs, no contention
+    op_timeout_s: float = 600.0  # a blocking op (a queue nothing fills) fails instead of hanging
 
 
 @dataclass
@@ -136,7 +137,8 @@ def session_config(cfg: ProfileConfig):
     conf = tf.compat.v1.ConfigProto(inter_op_parallelism_threads=cfg.inter_op_threads,
                                     intra_op_parallelism_threads=cfg.intra_op_threads,
                                     use_per_session_threads=True,
-                                    device_count={"GPU": 0})  # this CPU's times, one per op
+                                    device_count={"GPU": 0},  # this CPU's times, one per op
+                                    operation_timeout_in_ms=int(cfg.op_timeout_s * 1000))
     conf.graph_options.rewrite_options.disable_meta_optimizer = True
     opts = conf.graph_options.optimizer_options
     opts.opt_level = tf.compat.v1.OptimizerOptions.L0

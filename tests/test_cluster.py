@@ -163,3 +163,11 @@ def test_the_yaml_reader_knows_every_device_field():
     from gplace.cluster import Device
     from gplace.cluster_yaml import DEVICE_FIELDS
     assert DEVICE_FIELDS == tuple(f.name for f in fields(Device))
+
+
+def test_a_device_capped_twice_is_refused():
+    from gplace.cluster import memory_caps
+    with pytest.raises(ConfigError, match="gpu0 is capped twice"):
+        memory_caps("gpu0=1GB,gpu0=2GB")
+    with pytest.raises(ConfigError, match="every device is capped twice"):
+        memory_caps("1GB,2GB")

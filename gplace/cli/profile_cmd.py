@@ -39,6 +39,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--allow-unsafe", action="store_true",
                    help="run ops off gplace's list of ops without side effects (files, Python, "
                         "network; see gplace/real/allowlist.py)")
+    p.add_argument("--timeout", type=checks.count(1, 86400, "seconds"), default=600,
+                   metavar="SECONDS", help="fail an op that blocks longer than this, e.g. a "
+                                           "queue nothing fills (default 600)")
     p.add_argument("--force", action="store_true", help="replace a profile that exists")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     return p
@@ -70,7 +73,8 @@ def run(args) -> int:
     graph = load_graph(str(model))  # its name is what the cost model matches the profile by
     start = time.perf_counter()
     profile = _measure(lambda: profile_graph(graph_def, graph.meta["name"], fetch,
-                                             ProfileConfig(traced_steps=args.steps)), model)
+                                             ProfileConfig(traced_steps=args.steps,
+                                                           op_timeout_s=args.timeout)), model)
     profile.save(out)
     runs = profile.op_runs
     summary = {"graph": profile.graph, "profile": str(out), "ops_profiled": len(profile.op_names),

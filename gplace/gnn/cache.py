@@ -66,7 +66,20 @@ def graph_key(cluster: Cluster, graph: OpGraph, num_units: int, measured: bool) 
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def cached(graph_path: str | Path, kind: str, name: str, compute: Callable[[], object]):
+def cached(graph_path: str | Path, kind: str, name: str, compute: Callable[[], object],
+           valid: Callable[[object], bool] | None = None):
     """The array cached as ``name`` in the ``kind`` folder beside the graph, or ``compute()``'s,
-    then written there atomically (gplace.io.cached_array)."""
-    return cached_array(cache_dir(graph_path, kind) / name, compute)
+    then written there atomically (gplace.io.cached_array; ``valid`` refuses a damaged one)."""
+    return cached_array(cache_dir(graph_path, kind) / name, compute, valid)
+
+
+def placements_of(units: int, devices: int) -> Callable[[object], bool]:
+    """``valid`` for cached placements of a problem: integer devices in range, one per unit
+    (a row, or rows)."""
+    import numpy as np
+
+    def valid(a) -> bool:
+        rows = a.reshape(1, -1) if a.ndim == 1 else a
+        return (rows.ndim == 2 and rows.shape[1] == units and np.issubdtype(rows.dtype, np.integer)
+                and (rows.size == 0 or (int(rows.min()) >= 0 and int(rows.max()) < devices)))
+    return valid

@@ -87,13 +87,22 @@ def expert_name(graph: str, key: str, budget: int, seed: int,
     return f"{graph}-{key}-v{EXPERT_VERSION}-b{budget}-s{seed}{tail}.npy"
 
 
-def cached_experts(entry, key: str, seed: int) -> list[tuple[str, np.ndarray]]:
+def cached_experts(entry, key: str, seed: int, valid=None) -> list[tuple[str, np.ndarray]]:
     """(file name, placement) of every cached expert of problem ``key`` of the corpus graph
-    ``entry`` searched with ``seed``, any budget and starting network, by name."""
+    ``entry`` searched with ``seed``, any budget and starting network, by name; a file that
+    does not load or that ``valid`` refuses (gplace.gnn.cache.placements_of) is skipped."""
     folder = expert_folder(entry.path)
     stem = f"{entry.name}-{key}-v{EXPERT_VERSION}-"
-    return [(f.name, np.load(f)) for f in sorted(folder.glob(f"{stem}*-s{seed}*.npy"))
-            if EXPERT_FILE.match(f.name) and f.name[len(stem):-4].split("-")[1] == f"s{seed}"]
+    found = []
+    for f in sorted(folder.glob(f"{stem}*-s{seed}*.npy")):
+        if EXPERT_FILE.match(f.name) and f.name[len(stem):-4].split("-")[1] == f"s{seed}":
+            try:
+                a = np.load(f)
+            except (OSError, ValueError, EOFError):
+                continue
+            if valid is None or valid(a):
+                found.append((f.name, a))
+    return found
 
 
 ARCHIVE = "experts.npz"  # a corpus folder's committed experts, restored before a run
@@ -130,6 +139,10 @@ def restore_archive(entries, path: str | Path) -> tuple[int, int, int]:
         names = archive.files
     except (OSError, ValueError, AttributeError, zipfile.BadZipFile) as e:
         raise ConfigError(f"{path}: not an experts archive ({e})") from None
+    if names and not any(EXPERT_FILE.match(n) for n in names):
+        archive.close()
+        raise ConfigError(f"{path}: not an experts archive (none of its {len(names)} entries "
+                          f"is named like an expert)")
     with archive:
         for key in names:
             m = EXPERT_FILE.match(key)

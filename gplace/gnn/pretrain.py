@@ -41,7 +41,7 @@ from gplace.errors import ConfigError
 from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import (CorpusGraph, describe, import_error, list_corpus,
                                 load_corpus_graph)
-from gplace.gnn.cache import cached, problem_key
+from gplace.gnn.cache import cached, placements_of, problem_key
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name, search_expert
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.learn import ProblemState, loss, sample
@@ -53,6 +53,7 @@ from gplace.gnn.shared_arrays import ArrayPool
 from gplace.gnn.validation import (VAL_METRICS, geomean, val_key, validation_figures,
                                     validation_rows)
 from gplace.graph import OpGraph
+from gplace.io import read_checkpoint
 from gplace.placers import SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
@@ -95,20 +96,22 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
     problem = PlacementProblem.build(graph, cluster, model)
     measurer = SimMeasurer(problem)
     key = problem_key(problem, entry.profile is not None)
+    valid = placements_of(problem.num_units, problem.num_devices)
     seeds = list(cached(entry.path, "seeds", f"{entry.name}-{key}.npy", lambda: np.stack(
-        [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()])))
+        [get_placer(h).place(problem, measurer, 0).placement for h in cheap_heuristics()]),
+        valid))
     state = ProblemState(problem, measurer, seeds, elite_size=elite_size,
                          dispatch=order == "dispatch")
     if expert_budget > 0:
         name = expert_name(entry.name, key, expert_budget, expert_seed, expert_from, order)
         # earlier rounds' experts of this problem (other budgets or starting networks) seed
         # the search and join the elites: a round never loses what the last one found
-        earlier = [a for n, a in cached_experts(entry, key, expert_seed) if n != name]
+        earlier = [a for n, a in cached_experts(entry, key, expert_seed, valid) if n != name]
         found = earlier
         if search or (expert_folder(entry.path) / name).exists():
             found = [cached(entry.path, "experts", name, lambda: search_expert(
                 problem, measurer, seeds + earlier, expert_budget, expert_seed,
-                start=expert_from, order=order)), *earlier]
+                start=expert_from, order=order), valid), *earlier]
         if found:
             found = np.stack(found)
             m = measurer.measure(found)
@@ -358,6 +361,8 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         warnings.filterwarnings("ignore", message=".*no pre-optimization state was saved")
         # Lightning's own use of a torch API that torch deprecated (not ours to change).
         warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+        if resume and last.exists():  # a damaged file: one line saying so, not Lightning's
+            read_checkpoint(last, "checkpoint to resume (delete it to restart the round)")
         trainer.fit(module, datamodule=data,
                     ckpt_path=str(last) if resume and last.exists() else None)
     if trainer.is_global_zero:

@@ -64,8 +64,9 @@ def load_task_spec(path: str | os.PathLike) -> RemoteTasks:
     """``tasks: [host:port, ...]`` from a YAML file (task 0 first)."""
     try:
         record = yaml.safe_load(Path(path).read_text())
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"{path}: cannot read task spec ({e})") from None
+    except (OSError, yaml.YAMLError, UnicodeDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read task spec "
+                          f"({' '.join(str(e).split())[:160]})") from None
     tasks = record.get("tasks") if isinstance(record, dict) else None
     if not isinstance(tasks, list) or not tasks or not all(
             isinstance(t, str) and ":" in t for t in tasks):

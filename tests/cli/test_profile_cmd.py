@@ -75,3 +75,17 @@ def test_a_graph_placed_elsewhere_is_profiled_here_and_another_out_says_where_gp
     assert out.is_file() and not (tmp_path / "gpu_step.profile.json.gz").exists()
     assert f"gplace reads a model's profile from {tmp_path / 'gpu_step.profile.json.gz'}" in said
     assert CostProfile.load(out).op_names.size > 0
+
+
+def test_a_step_that_blocks_fails_after_the_timeout(tmp_path, capsys):
+    """A dequeue from a queue nothing fills blocked gplace profile for ever."""
+    tf = pytest.importorskip("tensorflow")
+    g = tf.Graph()
+    with g.as_default():
+        queue = tf.queue.FIFOQueue(2, tf.float32, shapes=[()])
+        tf.identity(queue.dequeue() * 2.0, name="step_loss")
+    path = tmp_path / "blocks.pb"
+    path.write_bytes(g.as_graph_def().SerializeToString())
+    assert main(["profile", str(path), "--timeout", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "DeadlineExceededError" in err and "\n" not in err

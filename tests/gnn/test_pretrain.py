@@ -295,3 +295,18 @@ def test_the_other_order_is_the_same_problem_scheduled_the_other_way(corpus):
     assert pool.other_order(0) is other
     with pytest.raises(ConfigError, match="--train-orders"):
         config(corpus, 2, train_orders="all")
+
+
+def test_damaged_seeds_and_experts_in_the_cache_are_not_used(tmp_path):
+    """A cached seeds file of the wrong width is computed again; an expert file that does not
+    load or places units on devices the problem lacks is skipped (not np.stack's error)."""
+    import numpy as np
+    from gplace.gnn.cache import placements_of
+    from gplace.io import cached_array
+    valid = placements_of(units=5, devices=3)
+    path = tmp_path / "seeds.npy"
+    np.save(path, np.zeros((2, 4), np.int64))  # another problem's
+    again = cached_array(path, lambda: np.ones((2, 5), np.int64), valid)
+    assert again.shape == (2, 5) and np.load(path).shape == (2, 5)
+    assert valid(np.array([0, 1, 2, 2, 0])) and not valid(np.array([0, 1, 3, 2, 0]))
+    assert not valid(np.array([0.0, 1, 2, 2, 0])) and not valid(np.zeros((1, 5, 1), np.int64))

@@ -57,3 +57,7 @@ def test_restore_skips_other_corpora_and_refuses_a_bad_archive(corpus, tmp_path_
     junk.write_bytes(b"not a zip")
     with pytest.raises(ConfigError, match="not an experts archive"):
         restore_archive(list_corpus(root), junk)
+    other = archive.with_name("other.npz")  # a zip of arrays, none of them experts
+    np.savez(other, weights=np.zeros(3))
+    with pytest.raises(ConfigError, match="none of its 1 entries is named like an expert"):
+        restore_archive(list_corpus(root), other)
