@@ -38,10 +38,27 @@ def source_graph_def(src, lean: bool = False):
     return graph_def
 
 
+def _file_behind(graph) -> str | None:
+    """The TensorFlow file an OpGraph was imported from (``meta["source"]``), if it is still
+    there; None for other sources."""
+    source = graph.meta.get("source") if hasattr(graph, "meta") else None
+    if not isinstance(source, str) or source.startswith("<") or \
+            source.lower().endswith((".pt2", ".npz")) or not Path(source).exists():
+        return None
+    return source
+
+
 def placed_graph_def(result):
     """The source GraphDef with NodeDef.device set for every op of the step; the ops outside
     it (initializers, checkpoint ops: gplace.importer.step) keep the device they asked for."""
     graph_def = source_graph_def(result.source, lean=True)
+    if graph_def is None and _file_behind(result.graph) is not None:
+        # an OpGraph from gplace.load_graph(path): the file it came from, if it still holds
+        # every op the placement names
+        graph_def = source_graph_def(_file_behind(result.graph), lean=True)
+        names = {n.name for n in graph_def.node}
+        if not all(name in names for name in result.op_devices):
+            return None
     if graph_def is None:
         return None
     placed = type(graph_def)()

@@ -2,6 +2,7 @@
 folder and shown on the page, and per-device and per-scope figures checked by hand."""
 
 import re
+from pathlib import Path
 from dataclasses import replace
 from xml.etree import ElementTree
 
@@ -180,3 +181,24 @@ def test_export_folder_holds_the_page_and_every_figure_it_shows(result, tmp_path
         assert root.tag == "{http://www.w3.org/2000/svg}svg"
     assert "No <code>placed.pb</code>" in page
     assert sorted(f.name for f in tmp_path.iterdir()) == sorted(names)  # nothing else left
+
+
+def test_an_opgraph_imported_from_a_file_exports_its_placed_pb(tmp_path):
+    """The README's Python path: place(gplace.load_graph(path)).export(dir) writes placed.pb
+    from the file the OpGraph came from; an OpGraph whose file is gone writes none."""
+    import shutil
+    import gplace
+    from gplace.place import place
+    from gplace.tfimport import tensorflow
+    path = tmp_path / "model.pb"
+    shutil.copy(Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb",
+                path)
+    graph = gplace.load_graph(str(path))
+    result = place(graph, cluster="post-2gpu", polish=0)
+    result.export(tmp_path / "out")
+    placed = tensorflow().compat.v1.GraphDef()
+    placed.ParseFromString((tmp_path / "out" / "placed.pb").read_bytes())
+    assert {n.name: n.device for n in placed.node} == result.op_devices
+    path.unlink()
+    result.export(tmp_path / "again")
+    assert not (tmp_path / "again" / "placed.pb").exists()
