@@ -192,10 +192,17 @@ def _strip(name: str) -> str:
 
 
 def _drop_detach(graph: fx.Graph) -> None:
-    """AOT autograd's detach calls are identities in a graph run without autograd."""
+    """AOT autograd's detach calls are identities in a graph run without autograd; export's
+    dtype/device checks (``_assert_tensor_metadata``, after a ``.to``) compute nothing and, kept,
+    would be placed like ops and pull their input across devices."""
+    checks = getattr(torch.ops.aten, "_assert_tensor_metadata", None)
+    check = getattr(checks, "default", None)
     for node in list(graph.nodes):
         if node.op == "call_function" and node.target is torch.ops.aten.detach.default:
             node.replace_all_uses_with(node.args[0])
+            graph.erase_node(node)
+        elif node.op == "call_function" and check is not None and node.target is check \
+                and not node.users:
             graph.erase_node(node)
 
 

@@ -219,3 +219,21 @@ def test_a_plain_tensor_attribute_is_an_input_of_the_step(tmp_path):
         {"placement": {n: device for n in graph.names.tolist()}}))
     loss, *_ = load_placed(path, tmp_path / "placement.json").run()
     assert torch.equal(loss, model(*batch).detach())
+
+
+def test_exports_dtype_checks_are_not_placed_as_ops(tmp_path):
+    """x.to(dtype) leaves an _assert_tensor_metadata node in the exported program: a check
+    that computes nothing, left out of the step."""
+    class Cast(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(x.to(torch.float32)).square().mean()
+    path = tmp_path / "cast.pt2"
+    program = torch.export.export(Cast(), (torch.randn(3, 4, dtype=torch.float64),))
+    assert any("assert_tensor_metadata" in str(n.target) for n in program.graph.nodes)
+    torch.export.save(program, path)
+    graph = gplace.load_graph(path)
+    assert not [t for t in graph.meta["torch"]["aten"] if "assert" in t]
