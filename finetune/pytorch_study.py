@@ -150,8 +150,17 @@ def page(rows: list[dict], finetune: int, seeds: list[int], commit: str, wall: f
         "- Data-dependent shapes (a boolean-mask selection, `nonzero`; PyG's `GCNConv` with "
         "its default `add_self_loops`): torch.export takes them, the joint graph cannot; the "
         "import fails with one line (exit 2).",
-        "- A forward that does not return one scalar floating-point loss, keyword-only batch "
-        "arguments, custom ops without an autograd formula.",
+        "- A forward that does not return one scalar floating-point loss (`(loss,)` and "
+        "`{\"loss\": loss}` are taken), a batch that is not positional tensors (keyword-only "
+        "arguments, a dict, a number), custom ops without an autograd formula. Tied weights "
+        "(`head.weight = embed.weight`), parameters the forward never reads and plain tensor "
+        "attributes (class weights) are taken: the saved program keeps a tied pair as two "
+        "entries, one read by both uses, and the unread one stays as it is, as in eager "
+        "PyTorch.",
+        "- \"bit for bit\" above holds where the graph's kernels are eager PyTorch's: "
+        "decomposed backwards (GroupNorm, interpolation, LSTM and GRU, einsum) match an eager "
+        "`torch.optim` step within float rounding (relative 1e-7 for SGD here, up to 1e-5 "
+        "after Adam), the loss bit for bit.",
         "- AMSGrad, `maximize` and learning-rate schedules. The optimizers are `sgd` (with "
         "momentum, dampening, Nesterov and weight decay), `momentum`, `adam` and `adamw` "
         "(`--optimizer adamw:lr=3e-4,weight_decay=0.1`; gplace/torchfront/optim.py).",

@@ -305,7 +305,27 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         costs=("estimated (roofline) on " + ", ".join(estimated) if estimated else "measured")
         + _loop_caveat(graph, problem) + _shape_caveat(graph),
         step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
-        groups=problem.num_units, chosen=chosen, left_out=left_out_text(graph))
+        groups=problem.num_units, chosen=chosen, left_out=left_out_text(graph),
+        warning=cpu_only_warning(graph, problem, tuned.placement))
+
+
+def cpu_only_warning(graph, problem, placement) -> str:
+    """A sentence when the placement puts ops that TensorFlow runs only on CPUs (no GPU
+    kernel: the import's ``cpu_only_ops``) on another device; "" otherwise. The simulator
+    does not model kernel availability yet."""
+    cpu_only = graph.meta.get("import", {}).get("cpu_only_ops") or {}
+    if not cpu_only or placement is None:
+        return ""
+    on_cpu = np.array(["/device:CPU:" in d.tf_device for d in problem.cluster.devices])
+    op_device = problem.expand(np.asarray(placement))
+    off = ~on_cpu[op_device] & np.isin(graph.op_types, list(cpu_only))
+    if not off.any():
+        return ""
+    kinds, n = sorted(set(graph.op_types[off].tolist())), int(off.sum())
+    return (f"{n} op{'s' if n > 1 else ''} with no GPU kernel in TensorFlow "
+            f"({', '.join(kinds[:3])}{', ...' if len(kinds) > 3 else ''}) "
+            f"{'are' if n > 1 else 'is'} placed off the CPU: TensorFlow's soft placement "
+            "moves their colocation groups to the CPU, and without it the graph fails to run")
 
 
 def left_out_text(graph) -> str:

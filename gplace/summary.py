@@ -40,6 +40,7 @@ class PlaceSummary:
     chosen: str                  # "gnn (zero-shot)", "gnn (fine-tuned)" or a heuristic's name
     left_out: str = ""           # ops of the file outside the training step, e.g. "variable
                                  # initializers 110" (gplace.importer.step); "" when none
+    warning: str = ""            # what TensorFlow would not run as placed; "" when nothing
 
     @property
     def speedup_vs_single(self) -> float:
@@ -56,8 +57,9 @@ class PlaceSummary:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["devices"] = list(self.devices)
         out["best_heuristic"] = self.best_heuristic._asdict()
-        if not self.left_out:
-            del out["left_out"]
+        for key in ("left_out", "warning"):
+            if not out[key]:
+                del out[key]
         return out
 
     to_json = as_dict

@@ -176,6 +176,7 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
         f"samples          {s.samples} in {s.wall_s:.1f} s",
         f"costs            {s.costs}",
         f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
+        *([f"warning          {s.warning}"] if s.warning else []),
     ]
     return "\n".join(lines)
 

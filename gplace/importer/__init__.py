@@ -149,6 +149,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
             "loops": len(frames), "loop_frames": frames[:20],
             "library_functions": len(graph_def.library.function),
             "left_out": left_out, "left_out_sinks": left_out_sinks,
+            "cpu_only_ops": _cpu_only_ops(op_types) if depth == 0 else {},
             "shapeless_variables": _shapeless_variables(nodes, data, outs),
             "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
             "shape_inference": "tensorflow" if info.tf_graph is not None
@@ -231,6 +232,18 @@ def _param_bytes(nodes, data, outs) -> np.ndarray:
                 result[src] = max(result[src], outs["bytes"][outs["ptr"][dst]])
     _check_total(int(result.sum(dtype=object)), "variables")
     return result
+
+
+def _cpu_only_ops(op_types) -> dict[str, int]:
+    """{op type: count} of the ops TensorFlow registers CPU kernels for and no GPU (or
+    device-independent) kernel: ResourceSparseApplyMomentum, string and checkpoint ops."""
+    from tensorflow.python.framework import kernels
+    found = {}
+    for op_type, count in zip(*np.unique(op_types, return_counts=True)):
+        devices = {k.device_type for k in kernels.get_registered_kernels_for_op(str(op_type)).kernel}
+        if "CPU" in devices and not devices & {"GPU", "DEFAULT"}:
+            found[str(op_type)] = int(count)
+    return found
 
 
 def _shapeless_variables(nodes, data, outs) -> int:
