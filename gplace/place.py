@@ -338,12 +338,16 @@ def left_out_text(graph) -> str:
 def _loop_caveat(graph, problem) -> str:
     """What the costs leave out of a graph with TF1 loops and no run counts (no profile that
     records them): the iterations, so the loop's estimated times and crossings count once."""
+    notes = graph.meta.get("import", {}).get("notes", [])
+    once = sum("functional While, cost of one iteration" in n for n in notes)
+    functional = (f"; {once} functional While loop{'s' if once > 1 else ''} counted as one "
+                  "iteration (the trip count is not fixed in the graph)") if once else ""
     loops = graph.meta.get("import", {}).get("loops", 0)
     if not loops or problem.costs.runs is not None:
-        return ""
+        return functional
     return (f"; {loops} TF1 loops counted as one iteration (no profile with run counts beside "
             "the graph): estimated op times and transfers inside them are per step, not per "
-            "iteration")
+            "iteration" + functional)
 
 
 def _shape_caveat(graph) -> str:

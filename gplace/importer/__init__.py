@@ -260,10 +260,13 @@ def _shapeless_variables(nodes, data, outs) -> int:
 
 
 def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:
-    """Kept functional ops (While, If) get the FLOPs of their bodies: While counts one trip of
-    cond + body (the trip count is unknown at import), If the larger branch."""
+    """Kept functional ops (While, If) get the FLOPs of their bodies: If the larger branch;
+    While one trip of cond + body times its trip count where the graph fixes it (a constant
+    ``maximum_iterations``, which tf.scan and Keras' RNN layers set to the sequence length),
+    one trip otherwise."""
     notes = []
     library = {f.signature.name: f for f in graph_def.library.function}
+    by_name = {n.name: n for n in nodes}
     for k, node in enumerate(nodes):
         if node.name not in report.kept:
             continue
@@ -271,11 +274,40 @@ def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> l
         fnames = [node.attr[a].func.name for a in attrs] if attrs else \
             [functions.called_function(node, library)]
         costs = [_function_flops(library, f, unknown_dim, depth) for f in fnames if f]
+        trips = _while_trips(node, by_name) if "While" in node.op else 1
         if costs:
-            op_flops[k] += sum(costs) if "While" in node.op or not attrs else max(costs)
+            op_flops[k] += trips * sum(costs) if "While" in node.op or not attrs else max(costs)
         if depth == 0 and "While" in node.op:
-            notes.append(f"{node.name}: functional While, cost of one iteration")
+            notes.append(f"{node.name}: functional While, " + (
+                f"{trips} iterations (its maximum_iterations)" if trips > 1
+                else "cost of one iteration (its trip count is not fixed in the graph)"))
     return notes
+
+
+MAX_TRIPS = 10**6
+
+
+def _while_trips(node, by_name) -> int:
+    """A while_v2 loop's ``maximum_iterations`` (its second input: loop counter, maximum
+    iterations, loop variables), when a constant reaches it through Identity ops; else 1."""
+    data = [i for i in node.input if not i.startswith("^")]
+    if len(data) < 2:
+        return 1
+    source = by_name.get(data[1].split(":")[0])
+    for _ in range(8):
+        if source is None or source.op != "Identity" or not source.input:
+            break
+        source = by_name.get(source.input[0].split(":")[0])
+    if source is None or source.op != "Const" or "value" not in source.attr:
+        return 1
+    from tensorflow.python.framework import tensor_util
+    try:
+        value = tensor_util.MakeNdarray(source.attr["value"].tensor)
+    except (TypeError, ValueError):
+        return 1
+    if value.size != 1 or value.dtype.kind not in "iu":
+        return 1
+    return int(min(max(int(value.reshape(())), 1), MAX_TRIPS))
 
 
 def _function_flops(library, fname, unknown_dim, depth) -> float:

@@ -148,3 +148,21 @@ def test_ops_without_a_gpu_kernel_are_named_and_a_placement_off_the_cpu_is_flagg
     assert cpu_only_warning(g, problem, problem.single_device(cpu)) == ""
     assert "1 op with no GPU kernel in TensorFlow (StringFormat) is placed off the CPU" in \
         cpu_only_warning(g, problem, problem.single_device(gpu))
+
+
+def test_a_scan_counts_its_iterations():
+    """tf.scan's functional While fixes maximum_iterations to the sequence length: its body's
+    FLOPs count that many times; a loop whose trip count the graph does not fix counts once."""
+    @tf.function(input_signature=[tf.TensorSpec([16, 8, 8], tf.float32)])
+    def scan(xs):
+        return tf.scan(lambda acc, x: tf.matmul(acc, x), xs, initializer=tf.eye(8))
+    g = gplace.load_graph(scan.get_concrete_function())
+    loop = int(np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))[0])
+    assert any("16 iterations" in n for n in g.meta["import"]["notes"])
+    assert g.flops[loop] >= 16 * 2 * 8 * 8 * 8
+
+    @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
+    def open_ended(n):
+        return tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 2.0), (0, 1.0))[1]
+    g = gplace.load_graph(open_ended.get_concrete_function())
+    assert any("cost of one iteration" in n for n in g.meta["import"]["notes"])
