@@ -14,6 +14,7 @@ import dataclasses
 import json
 import os
 import weakref
+import zipfile
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -198,8 +199,9 @@ class OpGraph:
             with np.load(path, allow_pickle=False) as data:
                 meta = json.loads(bytes(data["_meta"]).decode())
                 arrays = {name: data[name] for name in _ARRAY_FIELDS}
-        except (OSError, ValueError, KeyError) as e:
-            raise GraphError(f"{path}: not a gplace graph file ({e})") from None
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as e:
+            why = "not an .npz archive" if "pickle" in str(e) else " ".join(str(e).split())[:120]
+            raise GraphError(f"{path}: not a gplace graph file ({why})") from None
         version = meta.pop("format_version", None)
         if version != FORMAT_VERSION:
             raise GraphError(f"{path}: graph format version {version}, this gplace reads "

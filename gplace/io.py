@@ -48,6 +48,8 @@ def read_checkpoint(path: str | os.PathLike, what: str = "checkpoint"):
 
     from gplace.errors import ConfigError
     path = Path(path)
+    if path.is_dir():
+        raise ConfigError(f"{path}: a folder, not a {what} file")
     if not path.is_file():
         raise ConfigError(f"{path}: no such {what}")
     if path.stat().st_size == 0:

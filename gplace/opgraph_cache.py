@@ -87,20 +87,50 @@ def entry_key(file: Path, data: bytes, options: dict) -> str:
     return hashlib.sha256(description.encode() + b"\0" + data).hexdigest()
 
 
+@functools.cache
+def torch_front_version() -> str:
+    """What a PyTorch step's OpGraph depends on besides the file and its options: the
+    front end's sources and torch's version."""
+    from importlib import metadata
+
+    import gplace.torchfront as front
+    digest = hashlib.sha256()
+    for source in sorted(Path(front.__file__).parent.glob("*.py")):
+        digest.update(source.name.encode() + b"\0" + source.read_bytes())
+    return f"{FORMAT_VERSION}-{digest.hexdigest()[:16]}-torch{metadata.version('torch')}"
+
+
+def torch_entry_key(file: Path, data: bytes, options: dict) -> str:
+    """The entry of a .pt2's bytes imported with ``options`` (the optimizer, as placement.json
+    records it, and ``trust``: a file imported with --trust-pt2 is checked again without)."""
+    from gplace.torchfront.optim import optimizer_config
+    described = {"optimizer": optimizer_config(options.get("optimizer")).as_dict(),
+                 "trust": bool(options.get("trust"))}
+    description = json.dumps({"scheme": KEY_SCHEME, "front": torch_front_version(),
+                              "read": ".pt2", "options": described}, sort_keys=True)
+    return hashlib.sha256(description.encode() + b"\0" + data).hexdigest()
+
+
 def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options) -> OpGraph:
-    """gplace.importer.load_graph, through the cache for a graph file (a PyTorch program, an
-    object, or a cache that is off: imported as usual)."""
+    """gplace.importer.load_graph, through the cache for a graph file, a PyTorch program's
+    included (keyed by its bytes, optimizer and trust); an object, or a cache that is off:
+    imported as usual."""
     from gplace import importer
     folder = cache_folder()
-    if (folder is None or options or not isinstance(source, (str, os.PathLike))
-            or str(source).lower().endswith(".pt2")):
+    pt2 = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2")
+    if folder is None or (options and not pt2) or not isinstance(source, (str, os.PathLike)) \
+            or (pt2 and not Path(source).is_file()):
         return importer.load_graph(source, unknown_dim=unknown_dim, name=name, **options)
-    from gplace.importer.reader import read_graph_file
-    file, data = read_graph_file(source)  # the checks that need no parsing, errors as usual
-    entry = folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim})}.npz"
+    if pt2:  # the joint trace takes seconds to tens of seconds: worth keeping
+        file, data = Path(source), Path(source).read_bytes()
+        entry = folder / f"{torch_entry_key(file, data, options)}.npz"
+    else:
+        from gplace.importer.reader import read_graph_file
+        file, data = read_graph_file(source)  # the checks that need no parsing, errors as usual
+        entry = folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim})}.npz"
     graph = _read(entry)
     if graph is None:
-        graph = importer.load_graph(source, unknown_dim=unknown_dim)
+        graph = importer.load_graph(source, unknown_dim=unknown_dim, **options)
         _write(entry, graph)
     else:
         graph.meta["import"]["cached"] = str(entry)

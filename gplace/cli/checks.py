@@ -201,6 +201,9 @@ def policy_checkpoint(path: str | None) -> str | None:
 def pretrain_args(args) -> None:
     """``gplace pretrain``: the corpus and clusters exist, --out and --log-dir can be written,
     and with --resume the checkpoint is there and loads."""
+    if Path(args.corpus).is_file():
+        raise ConfigError(f"--corpus {args.corpus}: a file; give the folder that holds the "
+                          "graphs")
     if not Path(args.corpus).is_dir():
         raise ConfigError(f"--corpus {args.corpus}: no such folder")
     for name in args.clusters:
