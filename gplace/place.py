@@ -22,7 +22,8 @@ from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
-from gplace.summary import BestHeuristic, PlaceSummary
+from gplace.summary import (BestHeuristic, PlaceSummary, cpu_only_warning,
+                            left_out_text, loop_caveat, shape_caveat)
 
 DEFAULT_PRESET = "post-4gpu"
 
@@ -303,63 +304,10 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         samples=tuned.samples, wall_s=round(time.perf_counter() - start, 3),
         measure=measure,
         costs=("estimated (roofline) on " + ", ".join(estimated) if estimated else "measured")
-        + _loop_caveat(graph, problem) + _shape_caveat(graph),
+        + loop_caveat(graph, problem) + shape_caveat(graph),
         step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
         groups=problem.num_units, chosen=chosen, left_out=left_out_text(graph),
         warning=cpu_only_warning(graph, problem, tuned.placement))
-
-
-def cpu_only_warning(graph, problem, placement) -> str:
-    """A sentence when the placement puts ops that TensorFlow runs only on CPUs (no GPU
-    kernel: the import's ``cpu_only_ops``) on another device; "" otherwise. The simulator
-    does not model kernel availability yet."""
-    cpu_only = graph.meta.get("import", {}).get("cpu_only_ops") or {}
-    if not cpu_only or placement is None:
-        return ""
-    on_cpu = np.array(["/device:CPU:" in d.tf_device for d in problem.cluster.devices])
-    op_device = problem.expand(np.asarray(placement))
-    off = ~on_cpu[op_device] & np.isin(graph.op_types, list(cpu_only))
-    if not off.any():
-        return ""
-    kinds, n = sorted(set(graph.op_types[off].tolist())), int(off.sum())
-    return (f"{n} op{'s' if n > 1 else ''} with no GPU kernel in TensorFlow "
-            f"({', '.join(kinds[:3])}{', ...' if len(kinds) > 3 else ''}) "
-            f"{'are' if n > 1 else 'is'} placed off the CPU: TensorFlow's soft placement "
-            "moves their colocation groups to the CPU, and without it the graph fails to run")
-
-
-def left_out_text(graph) -> str:
-    """"variable initializers 110, initialization checks 30": the ops of the file the import
-    left out because a training step does not run them (gplace.importer.step)."""
-    left = graph.meta.get("import", {}).get("left_out") or {}
-    return ", ".join(f"{kind} {count:,}" for kind, count in sorted(left.items()))
-
-
-def _loop_caveat(graph, problem) -> str:
-    """What the costs leave out of a graph with TF1 loops and no run counts (no profile that
-    records them): the iterations, so the loop's estimated times and crossings count once."""
-    notes = graph.meta.get("import", {}).get("notes", [])
-    once = sum("functional While, cost of one iteration" in n for n in notes)
-    functional = (f"; {once} functional While loop{'s' if once > 1 else ''} counted as one "
-                  "iteration (the trip count is not fixed in the graph)") if once else ""
-    loops = graph.meta.get("import", {}).get("loops", 0)
-    if not loops or problem.costs.runs is not None:
-        return functional
-    return (f"; {loops} TF1 loops counted as one iteration (no profile with run counts beside "
-            "the graph): estimated op times and transfers inside them are per step, not per "
-            "iteration" + functional)
-
-
-def _shape_caveat(graph) -> str:
-    """What the costs miss when a TF2 function's graph was written without its shapes: its
-    captured variables have none, and the ops that read them lose FLOPs and bytes."""
-    shapeless = graph.meta.get("import", {}).get("shapeless_variables", 0)
-    if not shapeless:
-        return ""
-    return (f"; {shapeless:,} variables without a shape (a TF2 function's graph written "
-            "without shapes: their readers' FLOPs and bytes are undercounted; write it with "
-            "concrete_function.graph.as_graph_def(add_shapes=True), or pass the "
-            "ConcreteFunction to gplace.load_graph)")
 
 
 def _shortfall_message(problem, measurer, heuristics) -> str:

@@ -46,3 +46,61 @@ def test_speedups():
 def test_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         summary().step_time_s = 0.0
+
+# ---- the notes place() writes into the summary (gplace.summary) ------------------------------
+def _step_module():
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+
+    class Step(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.normal([24, 12]), name="w")
+            self.opt = tf.Variable(tf.zeros([24, 12]), name="momentum")
+
+        @tf.function(input_signature=[tf.TensorSpec([6, 24], tf.float32)])
+        def train(self, x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w)))
+            grad = tape.gradient(loss, self.w)
+            self.opt.assign(0.9 * self.opt + grad)
+            self.w.assign_sub(0.01 * self.opt)
+            return loss
+    return Step()
+
+
+def test_a_functions_graph_written_without_shapes_is_flagged():
+    import gplace
+    """as_graph_def() without add_shapes: the variables reach the file shapeless; place's
+    summary says so and how to write it."""
+    from gplace.summary import shape_caveat
+    module = _step_module()
+    bare = gplace.load_graph(module.train.get_concrete_function().graph.as_graph_def())
+    assert bare.meta["import"]["shapeless_variables"] == 2
+    assert "add_shapes=True" in shape_caveat(bare)
+    shaped = gplace.load_graph(module.train.get_concrete_function())
+    assert shaped.meta["import"]["shapeless_variables"] == 0 and shape_caveat(shaped) == ""
+
+
+def test_ops_without_a_gpu_kernel_are_named_and_a_placement_off_the_cpu_is_flagged():
+    import gplace
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    v1 = tf.compat.v1
+    """StringFormat has only a CPU kernel: the import records it, and place's summary warns
+    when the placement puts it on a GPU (the simulator does not model kernels yet)."""
+    from gplace.cluster import load_cluster
+    from gplace.summary import cpu_only_warning
+    from gplace.problem import PlacementProblem
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [4], name="x")
+        loss = tf.reduce_sum(tf.square(x), name="loss")
+        tf.identity(tf.strings.format("loss {}", loss), name="report")
+    g = gplace.load_graph(graph.as_graph_def())
+    assert g.meta["import"]["cpu_only_ops"] == {"StringFormat": 1}
+    problem = PlacementProblem.build(g, load_cluster("post-2gpu"))
+    cpu = next(k for k, d in enumerate(problem.cluster.devices) if "CPU" in d.tf_device)
+    gpu = next(k for k, d in enumerate(problem.cluster.devices) if "GPU" in d.tf_device)
+    assert cpu_only_warning(g, problem, problem.single_device(cpu)) == ""
+    assert "1 op with no GPU kernel in TensorFlow (StringFormat) is placed off the CPU" in \
+        cpu_only_warning(g, problem, problem.single_device(gpu))

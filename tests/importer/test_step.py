@@ -117,39 +117,6 @@ def test_a_concrete_function_brings_its_variables_shapes_and_bytes():
     assert matmuls.sum() >= 2 and np.all(graph.flops[matmuls] == 2 * 6 * 24 * 12)
 
 
-def test_a_functions_graph_written_without_shapes_is_flagged():
-    """as_graph_def() without add_shapes: the variables reach the file shapeless; place's
-    summary says so and how to write it."""
-    from gplace.place import _shape_caveat
-    module = Step()
-    bare = gplace.load_graph(module.train.get_concrete_function().graph.as_graph_def())
-    assert bare.meta["import"]["shapeless_variables"] == 2
-    assert "add_shapes=True" in _shape_caveat(bare)
-    shaped = gplace.load_graph(module.train.get_concrete_function())
-    assert shaped.meta["import"]["shapeless_variables"] == 0 and _shape_caveat(shaped) == ""
-
-
-def test_ops_without_a_gpu_kernel_are_named_and_a_placement_off_the_cpu_is_flagged():
-    """StringFormat has only a CPU kernel: the import records it, and place's summary warns
-    when the placement puts it on a GPU (the simulator does not model kernels yet)."""
-    from gplace.cluster import load_cluster
-    from gplace.place import cpu_only_warning
-    from gplace.problem import PlacementProblem
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [4], name="x")
-        loss = tf.reduce_sum(tf.square(x), name="loss")
-        tf.identity(tf.strings.format("loss {}", loss), name="report")
-    g = gplace.load_graph(graph.as_graph_def())
-    assert g.meta["import"]["cpu_only_ops"] == {"StringFormat": 1}
-    problem = PlacementProblem.build(g, load_cluster("post-2gpu"))
-    cpu = next(k for k, d in enumerate(problem.cluster.devices) if "CPU" in d.tf_device)
-    gpu = next(k for k, d in enumerate(problem.cluster.devices) if "GPU" in d.tf_device)
-    assert cpu_only_warning(g, problem, problem.single_device(cpu)) == ""
-    assert "1 op with no GPU kernel in TensorFlow (StringFormat) is placed off the CPU" in \
-        cpu_only_warning(g, problem, problem.single_device(gpu))
-
-
 def test_a_scan_counts_its_iterations():
     """tf.scan's functional While fixes maximum_iterations to the sequence length: its body's
     FLOPs count that many times; a loop whose trip count the graph does not fix counts once."""
