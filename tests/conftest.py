@@ -25,3 +25,27 @@ def two_cpu_cluster():
         dict(cpu, name="cpu0", tf_device="/job:localhost/replica:0/task:0/device:CPU:0"),
         dict(cpu, name="cpu1", tf_device="/job:localhost/replica:0/task:0/device:CPU:1")],
         "default_link": {"bandwidth": 1e10, "latency_s": 1e-6}}, "test")
+
+
+@pytest.fixture
+def tf2_step():
+    """A TF2 training step as a tf.Module: two variables (24 x 12 float32 each), a
+    tf.function ``train(x)`` that updates both and returns the loss."""
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+
+    class Step(tf.Module):
+        def __init__(self):
+            self.w = tf.Variable(tf.random.normal([24, 12]), name="w")
+            self.opt = tf.Variable(tf.zeros([24, 12]), name="momentum")
+
+        @tf.function(input_signature=[tf.TensorSpec([6, 24], tf.float32)])
+        def train(self, x):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w)))
+            grad = tape.gradient(loss, self.w)
+            self.opt.assign(0.9 * self.opt + grad)
+            self.w.assign_sub(0.01 * self.opt)
+            return loss
+    return Step()
+

@@ -47,33 +47,14 @@ def test_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         summary().step_time_s = 0.0
 
+
 # ---- the notes place() writes into the summary (gplace.summary) ------------------------------
-def _step_module():
-    from gplace.tfimport import tensorflow
-    tf = tensorflow()
-
-    class Step(tf.Module):
-        def __init__(self):
-            self.w = tf.Variable(tf.random.normal([24, 12]), name="w")
-            self.opt = tf.Variable(tf.zeros([24, 12]), name="momentum")
-
-        @tf.function(input_signature=[tf.TensorSpec([6, 24], tf.float32)])
-        def train(self, x):
-            with tf.GradientTape() as tape:
-                loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w)))
-            grad = tape.gradient(loss, self.w)
-            self.opt.assign(0.9 * self.opt + grad)
-            self.w.assign_sub(0.01 * self.opt)
-            return loss
-    return Step()
-
-
-def test_a_functions_graph_written_without_shapes_is_flagged():
+def test_a_functions_graph_written_without_shapes_is_flagged(tf2_step):
     import gplace
     """as_graph_def() without add_shapes: the variables reach the file shapeless; place's
     summary says so and how to write it."""
     from gplace.summary import shape_caveat
-    module = _step_module()
+    module = tf2_step
     bare = gplace.load_graph(module.train.get_concrete_function().graph.as_graph_def())
     assert bare.meta["import"]["shapeless_variables"] == 2
     assert "add_shapes=True" in shape_caveat(bare)

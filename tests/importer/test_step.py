@@ -77,24 +77,9 @@ def test_placed_pb_keeps_the_left_out_ops_with_the_device_they_asked_for(tmp_pat
     assert any(f.name == "placement.json" for f in files)
 
 
-class Step(tf.Module):
-    def __init__(self):
-        self.w = tf.Variable(tf.random.normal([24, 12]), name="w")
-        self.opt = tf.Variable(tf.zeros([24, 12]), name="momentum")
-
-    @tf.function(input_signature=[tf.TensorSpec([6, 24], tf.float32)])
-    def train(self, x):
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_mean(tf.square(tf.matmul(x, self.w)))
-        grad = tape.gradient(loss, self.w)
-        self.opt.assign(0.9 * self.opt + grad)
-        self.w.assign_sub(0.01 * self.opt)
-        return loss
-
-
 def test_a_saved_model_step_keeps_its_colocations_and_leaves_out_its_checkpoint_functions(
-        tmp_path):
-    module = Step()
+        tmp_path, tf2_step):
+    module = tf2_step
     tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"train": module.train})
     graph = gplace.load_graph(tmp_path / "sm")
     assert graph.meta["import"]["shape_inference"] == "tensorflow"  # the import into TF works
@@ -108,8 +93,8 @@ def test_a_saved_model_step_keeps_its_colocations_and_leaves_out_its_checkpoint_
         tf.compat.v1.import_graph_def(placed, name="")
 
 
-def test_a_concrete_function_brings_its_variables_shapes_and_bytes():
-    module = Step()
+def test_a_concrete_function_brings_its_variables_shapes_and_bytes(tf2_step):
+    module = tf2_step
     graph = gplace.load_graph(module.train.get_concrete_function())
     assert graph.meta["import"]["outputs_with_unknown_dims"] == 0
     assert graph.param_bytes.sum() == 2 * 24 * 12 * 4
