@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="simulate one training step of a placement",
                        description="Simulate one training step of a graph placed on a cluster.")
     p.add_argument("model", help="graph: a gplace .npz, or anything `gplace inspect` reads")
-    p.add_argument("--cluster", required=True, metavar="C",
-                   help="preset name (see `gplace clusters`) or a cluster YAML file")
+    p.add_argument("--cluster", default=None, metavar="C",
+                   help="preset name (see `gplace clusters`) or a cluster YAML file; default "
+                        "with --placement: the cluster its placement.json was placed on")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--placement", metavar="FILE",
                      help='JSON {"op name": "device name or TF device"} or {"placement": {...}}')
@@ -58,12 +60,15 @@ def read_placement_file(path: str) -> dict[str, str]:
     return record
 
 
-def _recorded_optimizer(path: str):
-    """The optimizer a PyTorch step's placement.json was placed with (its "torch" record);
-    None when the file has none (read_placement_file reports a bad file)."""
+def _recorded(path: str, *keys: str):
+    """A field of a placement.json that `gplace place` wrote (``"torch", "optimizer"``: the
+    optimizer a PyTorch step was placed with; ``"summary", "cluster"``: the cluster); None when
+    the file has none (read_placement_file reports a bad file)."""
     try:
-        record = json.loads(Path(path).read_text())
-        return record["torch"]["optimizer"] or None
+        value = json.loads(Path(path).read_text())
+        for key in keys:
+            value = value[key]
+        return value or None
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -78,10 +83,17 @@ def run(args) -> int:
     checks.model_path(args.model)
     if args.trace:
         checks.output_file(args.trace, "--trace")
-    cluster = load_cluster(args.cluster)
+    placed_on = _recorded(args.placement, "summary", "cluster") if args.placement else None
+    if args.cluster is None and not placed_on:
+        raise ConfigError("--cluster: give the cluster to simulate on (a placement.json that "
+                          "`gplace place` wrote names its own)")
+    cluster = load_cluster(args.cluster or placed_on)
+    if placed_on and args.cluster and placed_on != cluster.name and not args.json:
+        print(f"note: {args.placement} was placed on {placed_on}; simulating it on "
+              f"{cluster.name}", file=sys.stderr)
     options = models.torch_options(args)
     if args.placement and str(args.model).lower().endswith(".pt2") and "optimizer" not in options:
-        recorded = _recorded_optimizer(args.placement)  # what `gplace place` placed
+        recorded = _recorded(args.placement, "torch", "optimizer")  # what was placed
         if recorded:
             options["optimizer"] = recorded
     graph = models.load_model(args.model, **options)

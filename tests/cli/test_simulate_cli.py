@@ -143,3 +143,23 @@ def test_simulate_takes_a_pt2_placements_optimizer_from_its_placement_json(tmp_p
                  tmp_path / "out" / "placement.json", "--json")
     assert sim.returncode == 0, sim.stderr
     assert json.loads(sim.stdout)["step_time_s"] == pytest.approx(step, rel=1e-9)
+
+
+def test_simulate_takes_the_cluster_a_placement_json_was_placed_on(tmp_path):
+    """--cluster defaults to placement.json's own; another one is simulated with a note; no
+    placement.json and no --cluster is one line."""
+    from pathlib import Path
+    model = Path(__file__).resolve().parents[2] / "gplace" / "examples" / "small_resnet.pb"
+    placed = gplace("place", model, "--cluster", "hetero", "--polish", "0", "--out",
+                    tmp_path / "out", "--json")
+    assert placed.returncode == 0, placed.stderr
+    placement = tmp_path / "out" / "placement.json"
+    same = gplace("simulate", model, "--placement", placement, "--json")
+    assert same.returncode == 0, same.stderr
+    assert json.loads(same.stdout)["step_time_s"] == pytest.approx(
+        json.loads(placed.stdout)["step_time_s"], rel=1e-9)
+    other = gplace("simulate", model, "--placement", placement, "--cluster", "hdp-8gpu")
+    assert other.returncode == 0 and "was placed on hetero; simulating it on hdp-8gpu" in \
+        other.stderr
+    none = gplace("simulate", model, "--random", "1")
+    assert none.returncode == 2 and "--cluster" in none.stderr
