@@ -1,15 +1,22 @@
 """Reading a ``torch.export.save``-d program (``.pt2``) and refusing what it cannot hold.
 
-``torch.export.load`` unpickles: weights or constants saved with ``use_pickle`` are read with
-``torch.load(weights_only=False)`` or ``pickle.loads``, and a torch artifact that fails the
-``weights_only=True`` load is read again with ``weights_only=False`` (torch/_export/serde/
-serialize.py, ``deserialize_torch_artifact``). Unpickling runs whatever code the file names. So
-before calling it, :func:`check_archive` opens the zip and refuses (unless ``trust=True``) a
-file with any member a plain program's archive does not hold (:data:`MEMBERS`: an AOTInductor
-shared library, which ``torch.export.load`` would open, is one), a config entry that is not a
-raw weight or tensor (pickled payloads, torchbind and opaque objects), or a ``.pt`` member that
-``torch.load(weights_only=True)`` rejects: what is left for ``torch.export.load`` to read is
-JSON, raw tensor bytes and weights-only loads, none of which runs code.
+``torch.export.load`` runs code in three ways: it unpickles (weights or constants saved with
+``use_pickle``, opaque objects, and a torch artifact that fails the ``weights_only=True`` load
+is read again with ``weights_only=False``: torch/_export/serde/serialize.py,
+``deserialize_torch_artifact``); it opens an AOTInductor shared library stored in the archive;
+and it evaluates every symbolic size's ``expr_str`` of the program JSON with
+``sympy.sympify``, which runs Python. So before calling it, :func:`check_archive` opens the zip
+and refuses (unless ``trust=True``):
+
+- a member a program of tensors does not hold (:data:`MEMBERS`), a name twice (zip readers
+  disagree on which copy wins), or more than one top folder;
+- a config entry that is not raw weight or tensor bytes;
+- a ``.pt`` member that ``torch.load(weights_only=True)`` rejects;
+- an ``expr_str`` that is not arithmetic over size symbols (``s0``, ``u1``) and the size
+  functions torch writes (:func:`_check_exprs`).
+
+What is left for ``torch.export.load`` to read is JSON whose expressions are arithmetic, raw
+tensor bytes and weights-only loads, none of which runs code.
 """
 
 from __future__ import annotations
@@ -32,8 +39,8 @@ TRUST_HINT = ("pass trust=True (CLI: --trust-pt2) only for a file you made or tr
 # What torch.export.save writes for a program of tensors, below the archive's top folder.
 MEMBERS = re.compile(r"models/[^/]+\.json|data/weights/(weight_[0-9]+|[^/]+_config\.json)"
                      r"|data/constants/(tensor_[0-9]+|[^/]+_config\.json)"
-                     r"|data/sample_inputs/[^/]+\.pt|extra/[^/]+|archive_format|archive_version"
-                     r"|byteorder|\.data/version|\.data/serialization_id|[^/]*/")
+                     r"|data/sample_inputs/[^/]+\.pt|archive_format|archive_version"
+                     r"|byteorder|\.data/version|\.data/serialization_id|extra/.+|.*/")
 RAW_ENTRY = re.compile(r"(weight|tensor)_[0-9]+")
 
 
@@ -45,17 +52,28 @@ def check_archive(path: Path) -> None:
         raise GraphError(f"{path}: not a torch.export archive ({e})") from None
     with archive:
         names = archive.namelist()
-        if not any(n.endswith("models/model.json") or n.endswith(
-                "serialized_exported_program.json") for n in names):
-            raise GraphError(f"{path}: a zip file, but not one torch.export.save wrote (no "
-                             f"models/model.json inside)")
+        if not any(n.endswith("models/model.json") for n in names):
+            old = any(n.endswith("serialized_exported_program.json") for n in names)
+            raise GraphError(f"{path}: " + (
+                "an archive of an older torch.export format; save it again with this torch"
+                if old else "a zip file, but not one torch.export.save wrote (no "
+                "models/model.json inside)"))
+        if len({n.lower() for n in names}) < len(names):
+            raise GraphError(f"{path}: names a member twice (zip readers disagree on which "
+                             f"copy counts); {TRUST_HINT}")
+        if len({n.split("/", 1)[0] for n in names if "/" in n}) > 1 or \
+                any("/" not in n for n in names):
+            raise GraphError(f"{path}: members outside one top folder, which torch.export.save "
+                             f"does not write; {TRUST_HINT}")
         for name in names:
             inner = name.split("/", 1)[1] if "/" in name else name
-            if not MEMBERS.fullmatch(inner):
+            if inner and not MEMBERS.fullmatch(inner):  # "" is the top folder's own entry
                 raise GraphError(f"{path}: holds {name[:120]!r}, which a program of tensors "
                                  f"does not (compiled code or pickled objects); {TRUST_HINT}")
             if name.endswith("_config.json"):
                 _check_config(path, name, archive.read(name))
+            elif "/models/" in name and name.endswith(".json"):
+                _check_exprs(path, name, archive.read(name))
             elif name.endswith(".pt"):
                 _check_weights_only(path, name, archive.read(name))
 
@@ -71,6 +89,49 @@ def _check_config(path: Path, name: str, data: bytes) -> None:
         if entry.get("use_pickle") or not RAW_ENTRY.fullmatch(str(entry.get("path_name", ""))):
             raise GraphError(f"{path}: {fqn!r} is stored pickled or as an object, not as raw "
                              f"tensor bytes; {TRUST_HINT}")
+
+
+_EXPR = re.compile(r"[A-Za-z0-9_+\-*/%()<>=!,.'\s]*")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_SYMBOL = re.compile(r"[a-z]{1,3}[0-9]+")
+# sympy's names torch writes into size expressions, besides torch.utils._sympy.functions
+_SYMPY_NAMES = {"Max", "Min", "Eq", "Ne", "Lt", "Le", "Gt", "Ge", "And", "Or", "Not", "Xor",
+                "floor", "ceiling", "Abs", "sqrt", "Integer", "Float", "Rational", "Piecewise",
+                "ITE", "true", "false", "True", "False", "oo", "zoo", "nan", "pi", "E",
+                "Symbol", "positive", "negative", "nonnegative", "nonpositive", "integer",
+                "real", "finite", "zero", "even", "odd",  # Symbol('s0', positive=True, ...)
+                "LessThan", "StrictLessThan", "GreaterThan", "StrictGreaterThan", "Equality",
+                "Unequality", "Add", "Mul", "Pow", "Mod", "ExprCondPair", "BooleanTrue",
+                "BooleanFalse", "NegativeOne", "One", "Zero", "Half", "Infinity",
+                "NegativeInfinity"}  # srepr forms
+
+
+def _check_exprs(path: Path, name: str, data: bytes) -> None:
+    """Every ``expr_str`` of the program JSON is arithmetic over size symbols and known
+    function names: torch.export.load hands it to ``sympy.sympify``, which evaluates Python."""
+    try:
+        program = json.loads(data)
+    except ValueError:
+        raise GraphError(f"{path}: {name} is not JSON") from None
+    from torch.utils._sympy import functions as size_functions
+    known = _SYMPY_NAMES | set(getattr(size_functions, "__all__", ()))
+    stack = [program]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key == "expr_str" and not _arithmetic(value, known):
+                    raise GraphError(f"{path}: a size expression in {name} is not arithmetic "
+                                     f"({str(value)[:60]!r}); {TRUST_HINT}")
+                stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _arithmetic(expr, known: set) -> bool:
+    if not isinstance(expr, str) or not _EXPR.fullmatch(expr) or "__" in expr:
+        return False
+    return all(_SYMBOL.fullmatch(w) or w in known for w in _WORD.findall(expr))
 
 
 def _check_weights_only(path: Path, name: str, data: bytes) -> None:

@@ -193,3 +193,48 @@ def test_an_opaque_constant_is_refused_without_trust(tmp_path):
                         json.dumps(config), replace="model_constants_config.json")
     with pytest.raises(GraphError, match="'evil' is stored pickled or as an object"):
         gplace.load_graph(evil)
+
+
+def test_a_size_expression_that_is_not_arithmetic_is_refused(tmp_path):
+    """torch.export.load evaluates every expr_str with sympy.sympify, which runs Python."""
+    import json
+    program = torch.export.export(TwoOutputs(), (torch.randn(2, 4),),
+                                  dynamic_shapes=({0: torch.export.Dim("batch")},))
+    path = tmp_path / "dynamic.pt2"
+    torch.export.save(program, path)
+    # a dynamic batch's expressions (Symbol('s0', ...)) are taken
+    from gplace.torchfront.program import check_archive
+    check_archive(path)
+    evil = tmp_path / "evil.pt2"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(evil, "w") as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename.endswith("models/model.json"):
+                text = data.decode()
+                start = text.index('"expr_str": "') + len('"expr_str": "')
+                end = text.index('"', start)
+                data = (text[:start] + "__import__('os').getcwd()" + text[end:]).encode()
+            dst.writestr(info, data)
+    with pytest.raises(GraphError, match="size expression .* is not arithmetic"):
+        gplace.load_graph(evil)
+
+
+def test_a_member_named_twice_is_refused(tmp_path):
+    """Python's zipfile reads the last copy of a name, torch's reader may read the first."""
+    path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
+    twice = tmp_path / "twice.pt2"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(twice, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info.filename))
+        first = src.infolist()[0]
+        dst.writestr(first.filename.upper(), src.read(first.filename))
+    with pytest.raises(GraphError, match="names a member twice"):
+        gplace.load_graph(twice)
+
+
+def test_extra_files_are_taken(tmp_path):
+    path = tmp_path / "extra.pt2"
+    torch.export.save(torch.export.export(TwoOutputs(), (torch.randn(2, 4),)), path,
+                      extra_files={"notes/readme.txt": "hello"})
+    from gplace.torchfront.program import check_archive
+    check_archive(path)
