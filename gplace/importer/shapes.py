@@ -92,16 +92,18 @@ def _registered(op_type: str) -> bool:
 
 def _prepare_for_inference(graph_def, unknown_dim: int):
     """A copy with unknown placeholder dims fixed, unregistered ops made placeholders, and every
-    op off gplace.real.allowlist made a stand-in fed by placeholders: TF's shape inference and
-    grappler evaluate small constant subgraphs to learn shapes, and a ReadFile of a constant
-    path feeding a Reshape would read that file here. The stand-ins keep each output's dtype
-    (an IdentityN over one placeholder per output), so only their shapes are lost."""
+    op off gplace.real.allowlist that TF could evaluate (its inputs all come from constants)
+    made a stand-in fed by placeholders: TF's shape inference and grappler evaluate small
+    constant subgraphs to learn shapes, and a ReadFile of a constant path feeding a Reshape
+    would read that file here. The stand-ins keep each output's dtype and recorded shape (an
+    IdentityN over one placeholder per output)."""
     from tensorflow.core.framework import graph_pb2
     from gplace.real.allowlist import ALLOWED_OPS
     library = {f.signature.name for f in graph_def.library.function}
     out = graph_pb2.GraphDef()
     out.CopyFrom(graph_def)
     replaced, stand_ins = [], []
+    foldable = _constant_foldable(graph_def)
     for node in out.node:
         if node.op in PLACEHOLDERS and "shape" in node.attr:
             shape = node.attr["shape"].shape
@@ -118,21 +120,49 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
             del node.input[:]
             node.ClearField("attr")
             node.attr["dtype"].type = dtype
-        elif node.op not in library and node.op not in ALLOWED_OPS:
+        elif node.op not in library and node.op not in ALLOWED_OPS and \
+                node.name in foldable:
             stand_ins.extend(_stand_in(node))
     out.node.extend(stand_ins)
     return out, replaced
 
 
+def _constant_foldable(graph_def) -> set[str]:
+    """The ops whose every data input comes from constants (recursively; an op with no inputs
+    counts): the only ones TF's shape inference can evaluate. Control inputs do not feed
+    values, and a loop's back edge never makes an op foldable."""
+    inputs = {n.name: [i.split(":")[0] for i in n.input if not i.startswith("^")]
+              for n in graph_def.node}
+    state: dict[str, bool] = {}
+    for root in inputs:
+        stack = [(root, False)]
+        while stack:
+            name, expanded = stack.pop()
+            if name in state and not expanded:
+                continue
+            if not expanded:
+                state[name] = False  # on the path: a cycle is not foldable
+                stack.append((name, True))
+                stack.extend((i, False) for i in inputs.get(name, ()) if i not in state)
+            else:
+                state[name] = all(state.get(i, False) for i in inputs.get(name, ()))
+    return {name for name, ok in state.items() if ok}
+
+
 def _stand_in(node) -> list:
     """Turns ``node`` into an IdentityN of new placeholders, one per output of its OpDef with
-    that output's dtype; returns the placeholders. Nothing of the op is left to evaluate."""
+    that output's dtype (and its recorded shape); returns the placeholders. Nothing of the op is
+    left to evaluate."""
     from tensorflow.core.framework import node_def_pb2
     dtypes = _output_dtypes(node)
+    recorded = list(node.attr["_output_shapes"].list.shape) if "_output_shapes" in node.attr \
+        else []
     feeds = []
     for j, dtype in enumerate(dtypes):
         feed = node_def_pb2.NodeDef(name=f"{node.name}/_gplace_stand_in_{j}", op="Placeholder")
         feed.attr["dtype"].type = dtype
+        if j < len(recorded):
+            feed.attr["shape"].shape.CopyFrom(recorded[j])
         feeds.append(feed)
     node.op = "IdentityN" if dtypes else "NoOp"
     del node.input[:]
@@ -148,15 +178,21 @@ def _output_dtypes(node) -> list[int]:
     (float32 where an attr is missing)."""
     from tensorflow.core.framework import types_pb2
     from tensorflow.python.framework import op_def_registry
+    op_def = op_def_registry.get(node.op)
+    attrs = {a.name: a.default_value for a in op_def.attr if a.HasField("default_value")}
+    attrs.update(node.attr)  # a SavedModel strips attrs at their default: the OpDef has them
+
+    def attr(name):
+        return attrs.get(name)
     result = []
-    for arg in op_def_registry.get(node.op).output_arg:
-        count = node.attr[arg.number_attr].i if arg.number_attr in node.attr else 1
+    for arg in op_def.output_arg:
+        count = attr(arg.number_attr).i if arg.number_attr and attr(arg.number_attr) else 1
         if arg.type_list_attr:
-            result.extend(node.attr[arg.type_list_attr].list.type
-                          if arg.type_list_attr in node.attr else [])
+            value = attr(arg.type_list_attr)
+            result.extend(value.list.type if value is not None else [])
         elif arg.type_attr:
-            attr = node.attr[arg.type_attr] if arg.type_attr in node.attr else None
-            result.extend([attr.type if attr is not None and attr.type
+            value = attr(arg.type_attr)
+            result.extend([value.type if value is not None and value.type
                            else types_pb2.DT_FLOAT] * count)
         else:
             result.extend([arg.type] * count)

@@ -8,11 +8,13 @@ graph, and placing them as if it did would charge every step an initialization (
 table's random fill can cost more than the step itself).
 
 :func:`step_ops` keeps the ops the other sinks need (their inputs, control inputs and
-``loc:@`` colocation targets, transitively). A sink is bookkeeping when it is
+``loc:@`` colocation targets, transitively). A sink that depends on a training update (an ``Apply*``, ``Assign{Add,Sub}``, ``Scatter*``
+op, which no initializer runs) is always the step's. Otherwise a sink is bookkeeping when it is
 
 - a NoOp named ``init`` or ``init_N`` (in any name scope),
 - a checkpoint op or downstream of one (SaveV2, RestoreV2, MergeV2Checkpoints, ...),
-- an initialization check or downstream of one (VarIsInitializedOp, IsVariableInitialized),
+- an initialization check or downstream of one (VarIsInitializedOp, IsVariableInitialized)
+  and of no placeholder (a loss that reads ``initialized_value()`` reads the batch too),
 - a variable's own initializer, ``<variable>/Assign`` with nothing after it,
 - a TF1 resource variable's value, ``<variable>/Read/ReadVariableOp`` with nothing after it
   (what ``sess.run(variable)`` fetches, not what the step reads).
@@ -32,6 +34,10 @@ INIT_CHECK_OPS = frozenset({"VarIsInitializedOp", "IsVariableInitialized"})
 VARIABLE_OPS = frozenset({"VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp"})
 ASSIGN_OPS = frozenset({"Assign", "AssignVariableOp"})
 _INIT_NAME = re.compile(r"(.*/)?init(_[0-9]+)?")
+FEEDS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
+# what an optimizer step does and an initializer does not (initializers only Assign)
+TRAINING_UPDATE = re.compile(r"(Resource)?(Sparse)?Apply[A-Za-z0-9]+|(Resource)?Scatter"
+                             r"[A-Za-z]+|Assign(Add|Sub)(VariableOp)?")
 MAX_NAMED = 20
 
 
@@ -39,7 +45,7 @@ def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict
                                                                 dict[str, list[str]]]:
     """``(keep, left_out, sinks)``: a bool mask over ``nodes`` (the ops of the step), the
     number of ops left out per kind of bookkeeping sink, and the names of those sinks per kind
-    (the first :data:`MAX_NAMED`). ``data``/``ctrl``: the edges (src, out, dst) / (src, dst) of
+    (the first :data:`MAX_NAMED`; every initializer). ``data``/``ctrl``: the edges (src, out, dst) / (src, dst) of
     gplace.importer.inputs.parse_inputs."""
     n = len(nodes)
     preds: list[list[int]] = [[] for _ in range(n)]
@@ -59,16 +65,20 @@ def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict
     ops = [node.op for node in nodes]
     after_checkpoint = _reach([k for k in range(n) if ops[k] in CHECKPOINT_OPS], succs)
     after_check = _reach([k for k in range(n) if ops[k] in INIT_CHECK_OPS], succs)
+    after_update = _reach([k for k in range(n) if TRAINING_UPDATE.fullmatch(ops[k])], succs)
+    after_feed = _reach([k for k in range(n) if ops[k] in FEEDS], succs)
     sinks = [k for k in range(n) if not succs[k]]
     kind = {}
     for k in sinks:
         name = nodes[k].name
+        if after_update[k]:
+            continue  # it trains: whatever its name or what it also reads
         if after_checkpoint[k]:
             kind[k] = "checkpoint save/restore"
-        elif after_check[k]:
-            kind[k] = "initialization checks"
         elif ops[k] == "NoOp" and _INIT_NAME.fullmatch(name):
             kind[k] = "variable initializers"
+        elif after_check[k] and not after_feed[k]:  # a loss reads the batch too
+            kind[k] = "initialization checks"
         elif ops[k] in ASSIGN_OPS and name.endswith("/Assign") and \
                 ops[index.get(name[:-len("/Assign")], k)] in VARIABLE_OPS:
             kind[k] = "variable initializers"
@@ -79,8 +89,8 @@ def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict
     if not step:
         return np.ones(n, bool), {}, {}
     named: dict[str, list[str]] = {}
-    for k in sorted(kind):
-        if len(named.setdefault(kind[k], [])) < MAX_NAMED:
+    for k in sorted(kind):  # every initializer: report.html's snippet runs them all
+        if len(named.setdefault(kind[k], [])) < MAX_NAMED or kind[k] == "variable initializers":
             named[kind[k]].append(nodes[k].name)
     keep = _reach(step, preds)
     left_out: dict[str, int] = {}

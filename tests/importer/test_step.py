@@ -118,3 +118,23 @@ def test_a_scan_counts_its_iterations():
         return tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 2.0), (0, 1.0))[1]
     g = gplace.load_graph(open_ended.get_concrete_function())
     assert any("cost of one iteration" in n for n in g.meta["import"]["notes"])
+
+
+def test_a_sink_that_trains_is_the_steps_whatever_its_name_or_reads():
+    """A train op named init_1, or a step reading initialized_value() (downstream of an
+    IsVariableInitialized check), stays in the step with its loss."""
+    for case in ("init_named_train", "initialized_value"):
+        graph = tf.Graph()
+        with graph.as_default():
+            x = v1.placeholder(tf.float32, [8, 4], name="x")
+            w = v1.get_variable("w", [4, 4], use_resource=case != "initialized_value")
+            value = w.initialized_value() if case == "initialized_value" else w
+            loss = tf.reduce_sum(tf.matmul(x, value), name="loss")
+            v1.train.GradientDescentOptimizer(0.1).minimize(
+                loss, name="init_1" if case == "init_named_train" else "train")
+            v1.global_variables_initializer()
+        g = gplace.load_graph(graph.as_graph_def())
+        names = set(g.names.tolist())
+        assert {"loss", "init_1" if case == "init_named_train" else "train"} <= names, case
+        assert "init" not in names and np.isin(g.op_types, ["ApplyGradientDescent",
+                                                            "ResourceApplyGradientDescent"]).any()
