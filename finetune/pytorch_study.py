@@ -129,8 +129,10 @@ def page(rows: list[dict], finetune: int, seeds: list[int], commit: str, wall: f
         "returns the scalar loss; gplace derives the backward (AOT autograd's joint graph), "
         "adds the optimizer's updates (SGD by default, `--optimizer adam`), and places the "
         "whole step (gplace/torchfront). The placed program runs the step cut at device "
-        "changes, moving tensors at the boundaries. A `.pt2` holding pickled objects is "
-        "refused unless `--trust-pt2` (`torch.export.load` unpickles them).", "",
+        "changes, moving tensors at the boundaries. A `.pt2` that could run code when "
+        "`torch.export.load` reads it (pickled objects, compiled AOTInductor code, size "
+        "expressions that are not arithmetic) is refused unless `--trust-pt2` "
+        "(gplace/torchfront/program.py).", "",
         f"Rebuilt by `finetune/pytorch_study.py --finetune {finetune} --seeds "
         f"{' '.join(map(str, seeds))}` at commit {commit} ({wall / 60:.1f} min on this "
         "machine). **Every step time is simulated** (gplace's simulator): on post-4gpu every "
@@ -154,9 +156,10 @@ def page(rows: list[dict], finetune: int, seeds: list[int], commit: str, wall: f
         "`{\"loss\": loss}` are taken), a batch that is not positional tensors (keyword-only "
         "arguments, a dict, a number), custom ops without an autograd formula. Tied weights "
         "(`head.weight = embed.weight`), parameters the forward never reads and plain tensor "
-        "attributes (class weights) are taken: the saved program keeps a tied pair as two "
-        "entries, one read by both uses, and the unread one stays as it is, as in eager "
-        "PyTorch.",
+        "attributes (class weights) are taken. The saved program keeps a tied pair as two "
+        "entries, one read by both uses: that one trains with both gradients, as the single "
+        "tied tensor does in eager PyTorch, and the other, like any parameter the forward "
+        "never reads, is left as it is (load_placed's parameters then hold the two apart).",
         "- \"bit for bit\" above holds where the graph's kernels are eager PyTorch's: "
         "decomposed backwards (GroupNorm, interpolation, LSTM and GRU, einsum) match an eager "
         "`torch.optim` step within float rounding (relative 1e-7 for SGD here, up to 1e-5 "

@@ -212,8 +212,11 @@ class CostModel:
                 step_time_s=float(p["step_time_s"]), meta=p.get("meta", {}),
                 op_runs=np.asarray(p["op_runs"], np.int64) if "op_runs" in p else None)
                 for p in record["profiles"]]
-        except (KeyError, TypeError) as e:
-            raise ConfigError(f"{path}: cost model is missing or has a wrong field ({e})") from None
+        except (KeyError, TypeError, ValueError, OverflowError) as e:
+            raise ConfigError(f"{path}: cost model is missing or has a wrong field "
+                              f"({' '.join(str(e).split())[:120]})") from None
+        for profile in profiles:
+            profile.check(path)  # NaN or negative times crash the compiled simulator
         return cls(config, profiles, record.get("fitted", {}))
 
 

@@ -83,6 +83,7 @@ def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
     ``version`` (removed from the record); one-line ConfigError naming ``what`` otherwise."""
     import gzip
     import json
+    import zlib
 
     from gplace.errors import ConfigError
     try:
@@ -92,7 +93,7 @@ def read_gzip_json(path: str | os.PathLike, what: str, version: int) -> dict:
             raise ConfigError(f"{path}: a {what} larger than {MAX_RECORD_BYTES >> 20} MiB "
                               "uncompressed; not one gplace wrote")
         record = json.loads(data)
-    except (OSError, ValueError, EOFError, RecursionError) as e:
+    except (OSError, ValueError, EOFError, RecursionError, zlib.error) as e:
         raise ConfigError(f"{path}: not a gplace {what} ({type(e).__name__})") from None
     if not isinstance(record, dict) or record.pop("format_version", None) != version:
         raise ConfigError(f"{path}: {what} format is not version {version}")

@@ -3,9 +3,12 @@
 
 An entry is named by a hash of the file's bytes, how it is read (its suffix, or a SavedModel's
 file name), the import options, and the importer's version: IMPORTER_VERSION, the OpGraph file
-format, a digest of the importer's own source files and the TensorFlow release, so any change to
-the importer misses instead of returning a stale graph. The path is not in the key (the same
-bytes anywhere are the same graph); the entry's ``source`` and ``name`` are set on reading.
+format, a digest of the importer's own source files and of gplace/real/allowlist.py (which ops
+shape inference may evaluate), and the TensorFlow release, so a change to the importer misses
+instead of returning a stale graph. A PyTorch step (``.pt2``) is keyed the same way by its
+bytes, its optimizer and hyperparameters, ``trust``, a digest of gplace/torchfront's sources and
+the torch release. The path is not in the key (the same bytes anywhere are the same graph); the
+entry's ``source`` and ``name`` are set on reading.
 
 The folder: ``$GPLACE_CACHE_DIR`` when set (``off`` turns the cache off), else the platform's
 user cache folder (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
@@ -69,8 +72,9 @@ def importer_version() -> str:
     from importlib import metadata
 
     import gplace.importer as importer
+    import gplace.real.allowlist as allowlist  # which ops shape inference may evaluate
     digest = hashlib.sha256()
-    for source in sorted(Path(importer.__file__).parent.glob("*.py")):
+    for source in [*sorted(Path(importer.__file__).parent.glob("*.py")), Path(allowlist.__file__)]:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     try:
         tf = metadata.version("tensorflow")
@@ -122,7 +126,11 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
             or (pt2 and not Path(source).is_file()):
         return importer.load_graph(source, unknown_dim=unknown_dim, name=name, **options)
     if pt2:  # the joint trace takes seconds to tens of seconds: worth keeping
-        file, data = Path(source), Path(source).read_bytes()
+        file = Path(source)
+        try:
+            data = file.read_bytes()
+        except OSError as e:
+            raise GraphError(f"{source}: cannot read it ({e.strerror or e})") from None
         entry = folder / f"{torch_entry_key(file, data, options)}.npz"
     else:
         from gplace.importer.reader import read_graph_file

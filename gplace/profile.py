@@ -96,6 +96,9 @@ class CostProfile:
     def check(self, path) -> None:
         """ConfigError unless every array has one entry per op and every time, byte and run
         count is finite, non-negative and below a day, an exbibyte, a billion runs per op."""
+        if not all(isinstance(v, str) for v in (self.graph, self.device_kind, self.machine)):
+            raise ConfigError(f"{path}: profile fields 'graph', 'device_kind' and 'machine' "
+                              "must be text")
         if self.op_names.ndim != 1:
             raise ConfigError(f"{path}: profile field 'op_names' is not a list of names")
         n = len(self.op_names)

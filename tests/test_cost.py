@@ -1,6 +1,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from gplace.cluster import load_cluster
 from gplace.cost import (CostModel, CostModelConfig, bytes_touched, fit_efficiency, roofline_s,
@@ -94,3 +95,21 @@ def test_fit_counts_every_run_of_a_looped_op():
     looped = CostProfile(**{**profile(g, "cpu", truth).__dict__, "op_runs": runs})
     eff, used = fit_efficiency(g, looped, cpu)
     assert used == 30 and math.isclose(eff, 0.2, rel_tol=1e-9)
+
+
+def test_a_saved_cost_model_with_impossible_times_is_one_config_error(tmp_path):
+    """Its profiles are checked as a profile file is: NaN times crashed the simulator."""
+    import gzip
+    import json
+    from gplace.cost import CostModel
+    from gplace.errors import ConfigError
+    from gplace.profile import CostProfile
+    model = CostModel(profiles=[CostProfile("g", "cpu", "m", np.array(["a"]), np.array([1e-3]),
+                                            np.array([8]), np.array([0]), 1e-3)])
+    path = tmp_path / "m.cost.json.gz"
+    model.save(path)
+    record = json.loads(gzip.decompress(path.read_bytes()))
+    record["profiles"][0]["op_time_s"] = [float("nan")]
+    path.write_bytes(gzip.compress(json.dumps(record).encode()))
+    with pytest.raises(ConfigError, match="finite seconds"):
+        CostModel.load(path)

@@ -1,5 +1,5 @@
-"""Ctrl-C: exit 130 with "interrupted", in every command, Lightning's included (a SIGTERM
-that Lightning catches in training: exit 143).
+"""Ctrl-C: exit 130 with "interrupted", in every command, Lightning's included; a SIGTERM the
+same way with exit 143.
 
 Lightning catches KeyboardInterrupt in ``Trainer.fit``, logs its own notice and calls
 ``sys.exit(1)`` (lightning/pytorch/trainer/call.py). :func:`interruptible` notes the SIGINT,
@@ -32,7 +32,7 @@ def in_compiler(frame) -> bool:
 
 
 class Terminated(KeyboardInterrupt):
-    """A SIGTERM that Lightning caught during training (it raises SystemExit with no code):
+    """A SIGTERM (ours, or Lightning's inside training, which raises SystemExit with no code):
     the command stops as after Ctrl-C, with exit code 143."""
 
 
@@ -41,7 +41,7 @@ def interruptible():
     hit: list[int] = []
 
     def on_signal(signum, frame):
-        if signum == signal.SIGINT:
+        if signum in (signal.SIGINT, signal.SIGTERM):
             if not hit:
                 logging.disable(logging.INFO)  # Lightning's "Detected KeyboardInterrupt ..."
             hit.append(signum)
@@ -53,9 +53,10 @@ def interruptible():
                       file=sys.stderr)
             signal.setitimer(signal.ITIMER_REAL, RETRY_S)
             return
-        raise KeyboardInterrupt
+        raise Terminated if signal.SIGTERM in hit else KeyboardInterrupt
 
     previous = signal.signal(signal.SIGINT, on_signal)
+    previous_term = signal.signal(signal.SIGTERM, on_signal)  # Lightning's own inside fit
     previous_alarm = signal.signal(signal.SIGALRM, on_signal)
     try:
         yield
@@ -63,9 +64,10 @@ def interruptible():
         if type(e).__name__ == "SIGTERMException":  # Lightning's handler of a SIGTERM in fit
             raise Terminated from None
         if hit:
-            raise KeyboardInterrupt from None
+            raise (Terminated if signal.SIGTERM in hit else KeyboardInterrupt) from None
         raise
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGINT, previous)
+        signal.signal(signal.SIGTERM, previous_term)
         signal.signal(signal.SIGALRM, previous_alarm)

@@ -16,8 +16,9 @@ def add_torch_arguments(p: argparse.ArgumentParser) -> None:
                         "nesterov, weight_decay for sgd; lr, beta1, beta2, eps, weight_decay "
                         "for adam and adamw; lr 0.01 unless given)")
     p.add_argument("--trust-pt2", action="store_true",
-                   help=".pt2 only: load a file that holds pickled objects (torch.export.load "
-                        "unpickles them, which can run any code; refused without this flag)")
+                   help=".pt2 only: load a file that could run code when torch.export.load "
+                        "reads it (pickled objects, compiled code, size expressions that are "
+                        "not arithmetic); refused without this flag")
 
 
 def torch_options(args) -> dict:

@@ -236,8 +236,12 @@ def _param_bytes(nodes, data, outs) -> np.ndarray:
 
 def _cpu_only_ops(op_types) -> dict[str, int]:
     """{op type: count} of the ops TensorFlow registers CPU kernels for and no GPU (or
-    device-independent) kernel: ResourceSparseApplyMomentum, string and checkpoint ops."""
+    device-independent) kernel: ResourceSparseApplyMomentum, string and checkpoint ops. Empty
+    where this TensorFlow has no GPU kernels at all (tensorflow-cpu, macOS): it cannot tell."""
     from tensorflow.python.framework import kernels
+    if not any(k.device_type == "GPU" for k in kernels.get_registered_kernels_for_op(
+            "MatMul").kernel):
+        return {}
     found = {}
     for op_type, count in zip(*np.unique(op_types, return_counts=True)):
         devices = {k.device_type for k in kernels.get_registered_kernels_for_op(str(op_type)).kernel}
@@ -262,8 +266,8 @@ def _shapeless_variables(nodes, data, outs) -> int:
 def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:
     """Kept functional ops (While, If) get the FLOPs of their bodies: If the larger branch;
     While one trip of cond + body times its trip count where the graph fixes it (a constant
-    ``maximum_iterations``, which tf.scan and Keras' RNN layers set to the sequence length),
-    one trip otherwise."""
+    ``maximum_iterations`` and a condition that only counts to it, as tf.scan's), one trip
+    otherwise (a cap on a loop that exits on its data is not its trip count)."""
     notes = []
     library = {f.signature.name: f for f in graph_def.library.function}
     by_name = {n.name: n for n in nodes}
@@ -274,17 +278,49 @@ def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> l
         fnames = [node.attr[a].func.name for a in attrs] if attrs else \
             [functions.called_function(node, library)]
         costs = [_function_flops(library, f, unknown_dim, depth) for f in fnames if f]
-        trips = _while_trips(node, by_name) if "While" in node.op else 1
+        cap = _while_trips(node, by_name) if "While" in node.op else 1
+        fixed = cap > 1 and _counts_to_cap(library.get(node.attr["cond"].func.name))
+        trips = cap if fixed else 1
         if costs:
             op_flops[k] += trips * sum(costs) if "While" in node.op or not attrs else max(costs)
         if depth == 0 and "While" in node.op:
             notes.append(f"{node.name}: functional While, " + (
-                f"{trips} iterations (its maximum_iterations)" if trips > 1
+                f"{trips} iterations (its maximum_iterations, which its condition counts to)"
+                if fixed else f"cost of one iteration (it runs at most {cap:,}: the "
+                "condition reads its data)" if cap > 1
                 else "cost of one iteration (its trip count is not fixed in the graph)"))
     return notes
 
 
 MAX_TRIPS = 10**6
+_COUNTING = {"Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "Identity", "Const",
+             "NoOp"}
+_COMPARE = {"Less", "LessEqual", "Greater", "GreaterEqual"}
+
+
+def _counts_to_cap(cond) -> bool:
+    """Whether a while_v2 condition only counts: comparisons (joined by LogicalAnd) each against
+    a constant or the maximum-iterations argument, as tf.scan's and Keras' fixed-length loops
+    are; then maximum_iterations is the trip count. A condition that reads its data (a norm,
+    a done flag, a length held in a loop variable) only runs up to it."""
+    if cond is None:
+        return False
+    nodes = {n.name: n for n in cond.node_def}
+    args = [a.name for a in cond.signature.input_arg]
+    if any(n.op not in _COUNTING for n in nodes.values()) or len(args) < 2:
+        return False
+
+    def source(ref: str):
+        name = ref.split(":")[0]
+        while name in nodes and nodes[name].op == "Identity" and nodes[name].input:
+            name = nodes[name].input[0].split(":")[0]
+        return name
+    for n in nodes.values():
+        if n.op in _COMPARE:
+            sides = [source(i) for i in n.input if not i.startswith("^")]
+            if not any(s == args[1] or (s in nodes and nodes[s].op == "Const") for s in sides):
+                return False
+    return True
 
 
 def _while_trips(node, by_name) -> int:

@@ -53,3 +53,17 @@ def test_no_signal_no_interrupt():
     assert done == [True]
     assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGALRM)) == before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_sigterm_stops_the_command_as_terminated():
+    """A SIGTERM raises Terminated (exit 143 in gplace.cli.main), held in the compiler alike;
+    the handler is put back after."""
+    import os
+    import signal
+    from gplace.cli.interrupt import Terminated
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        with interruptible():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+    assert signal.getsignal(signal.SIGTERM) == before

@@ -119,6 +119,16 @@ def test_a_scan_counts_its_iterations():
     g = gplace.load_graph(open_ended.get_concrete_function())
     assert any("cost of one iteration" in n for n in g.meta["import"]["notes"])
 
+    @tf.function(input_signature=[tf.TensorSpec([8, 8], tf.float32)])
+    def until_small(x):  # exits on its data; maximum_iterations is only a cap
+        return tf.while_loop(lambda i, y: tf.norm(y) > 1e-3,
+                             lambda i, y: (i + 1, tf.matmul(y, x) * 0.1), (0, x),
+                             maximum_iterations=100000)[1]
+    g = gplace.load_graph(until_small.get_concrete_function())
+    loop = int(np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))[0])
+    assert g.flops[loop] < 10 * 2 * 8 * 8 * 8
+    assert any("at most 100,000" in n for n in g.meta["import"]["notes"])
+
 
 def test_a_sink_that_trains_is_the_steps_whatever_its_name_or_reads():
     """A train op named init_1, or a step reading initialized_value() (downstream of an
