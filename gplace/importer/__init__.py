@@ -89,9 +89,35 @@ def graph_def_of(source):
     None for anything else."""
     if hasattr(source, "graph") and hasattr(source.graph, "as_graph_def"):
         source = source.graph
-    if hasattr(source, "as_graph_def"):
-        return source.as_graph_def(add_shapes=True)
-    return None
+    if not hasattr(source, "as_graph_def"):
+        return None
+    graph_def = source.as_graph_def(add_shapes=True)
+    _mark_captured_variables(source, graph_def)
+    return graph_def
+
+
+CAPTURED_SHAPE = "_gplace_variable_shape"  # attrs on a FuncGraph's captured variable's
+CAPTURED_DTYPE = "_gplace_variable_dtype"  # placeholder: what it holds (TF ignores "_" attrs)
+
+
+def _mark_captured_variables(func_graph, graph_def) -> None:
+    """A FuncGraph's variables reach its GraphDef as shapeless resource placeholders; the
+    captures say which variable each one is, so its shape and dtype go on the placeholder
+    (gplace's parameter bytes read them)."""
+    from tensorflow.python.ops import handle_data_util
+    held = {}
+    for external, internal in getattr(func_graph, "captures", ()):
+        try:  # the placeholder's handle data: what TF's own shape inference reads there
+            data = handle_data_util.get_handle_data(internal)
+        except Exception:  # noqa: BLE001 - TF internals: a capture without it is left as is
+            continue
+        if data is not None and data.is_set and data.shape_and_type:
+            held[internal.op.name] = data.shape_and_type[0]
+    for node in graph_def.node:
+        held_value = held.get(node.name)
+        if held_value is not None and node.op == "Placeholder":
+            node.attr[CAPTURED_SHAPE].shape.CopyFrom(held_value.shape)
+            node.attr[CAPTURED_DTYPE].type = held_value.dtype
 
 
 def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: str = "graph",
@@ -209,8 +235,8 @@ def _input_shapes(n, e_src, e_out, e_dst, shapes_per_op):
 
 def _param_bytes(nodes, data, outs) -> np.ndarray:
     """Bytes of the variables each op owns: a variable op's declared shape; a TF2 function's
-    captured variable (a resource Placeholder, no shape of its own) the largest value read from
-    it by a ReadVariableOp whose shape is known."""
+    captured variable (a resource Placeholder, no shape of its own) the shape graph_def_of
+    marked on it, else the largest value read from it by a ReadVariableOp of known shape."""
     from tensorflow.python.framework import dtypes
     result = np.zeros(len(nodes), np.int64)
     for k, node in enumerate(nodes):
@@ -224,9 +250,16 @@ def _param_bytes(nodes, data, outs) -> np.ndarray:
                 dtype = "float32"
             dims = tuple(max(d.size, 1) for d in shape.dim)
             result[k] = shapes_mod.tensor_bytes(node.name, "variable", dtype, dims, 1)
+    for k, node in enumerate(nodes):  # a captured variable marked by graph_def_of
+        if node.op == "Placeholder" and CAPTURED_SHAPE in node.attr:
+            shape = node.attr[CAPTURED_SHAPE].shape
+            if not shape.unknown_rank and all(d.size >= 0 for d in shape.dim):
+                dtype = dtypes.as_dtype(node.attr[CAPTURED_DTYPE].type).name
+                result[k] = shapes_mod.tensor_bytes(node.name, "variable", dtype,
+                                                    tuple(d.size for d in shape.dim), 1)
     for src, _, dst in data:
         if nodes[dst].op == "ReadVariableOp" and nodes[src].op == "Placeholder" and \
-                outs["dtype"][outs["ptr"][src]] == "resource":
+                not result[src] and outs["dtype"][outs["ptr"][src]] == "resource":
             shape = outs["shapes_per_op"][dst][0] if outs["shapes_per_op"][dst] else None
             if shape is not None and all(d >= 0 for d in shape):
                 result[src] = max(result[src], outs["bytes"][outs["ptr"][dst]])
@@ -256,6 +289,7 @@ def _shapeless_variables(nodes, data, outs) -> int:
     shapeless = set()
     for src, _, dst in data:
         if nodes[dst].op == "ReadVariableOp" and nodes[src].op == "Placeholder" and \
+                CAPTURED_SHAPE not in nodes[src].attr and \
                 outs["dtype"][outs["ptr"][src]] == "resource":
             shape = outs["shapes_per_op"][dst][0] if outs["shapes_per_op"][dst] else None
             if shape is None or any(d < 0 for d in shape):

@@ -148,3 +148,21 @@ def test_a_sink_that_trains_is_the_steps_whatever_its_name_or_reads():
         assert {"loss", "init_1" if case == "init_named_train" else "train"} <= names, case
         assert "init" not in names and np.isin(g.op_types, ["ApplyGradientDescent",
                                                             "ResourceApplyGradientDescent"]).any()
+
+
+def test_a_concrete_functions_variables_count_however_they_are_read():
+    """An embedding read by ResourceGather and optimizer slots read only inside the update op
+    have no ReadVariableOp to take a shape from: the captures' handle data gives it."""
+    emb = tf.Variable(tf.zeros([1000, 16]), name="emb")
+    m = tf.Variable(tf.zeros([1000, 16]), name="m")
+
+    @tf.function(input_signature=[tf.TensorSpec([8], tf.int32)])
+    def step(ids):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(tf.gather(emb, ids)))
+        grad = tf.convert_to_tensor(tape.gradient(loss, emb))
+        tf.raw_ops.ResourceApplyMomentum(var=emb.handle, accum=m.handle, lr=0.1, grad=grad,
+                                         momentum=0.9)
+        return loss
+    g = gplace.load_graph(step.get_concrete_function())
+    assert g.param_bytes.sum() == 2 * 1000 * 16 * 4
