@@ -45,9 +45,11 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                      help="local processes per rank for the expert searches (default: one per "
                           "core, shared by --devices, at most one per 4 GiB of memory; the "
                           "experts are the same for any count)")
-    run.add_argument("--devices", type=checks.count(1, 1024, "ranks"), default=1, help="ranks on this node (Lightning "
+    run.add_argument("--devices", type=checks.count(1, 1024, "ranks"), default=1,
+                     help="ranks on this node (Lightning "
                      "DDP: expert searches and training)")
-    run.add_argument("--num-nodes", type=checks.count(1, 100_000, "nodes"), default=1, help="nodes (Lightning DDP)")
+    run.add_argument("--num-nodes", type=checks.count(1, 100_000, "nodes"), default=1,
+                     help="nodes (Lightning DDP)")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     return p
 

@@ -116,7 +116,10 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     if not any(e.split == "train" for e in good):
         raise ConfigError(f"{cfg.corpus}: no training graph that imports "
                           f"({len(bad)} skipped)")
-    print(f"pretrain: corpus {cfg.corpus}: {describe(entries)}", file=log, flush=True)
+    skipped = {id(e) for e, _ in bad}
+    kept = [e for e in entries if id(e) not in skipped]
+    print(f"pretrain: corpus {cfg.corpus}: {describe(kept)}"
+          + (f" ({len(bad)} skipped)" if bad else ""), file=log, flush=True)
     archive = restore or corpus_archive(cfg.corpus)
     if archive is not None:
         w, p, f = restore_archive(entries, archive)

@@ -3,9 +3,11 @@
     graph = gplace.load_graph("model.pb")
 
 Reads a binary or text GraphDef, a MetaGraphDef, a SavedModel directory, a GraphDef object,
-a ``tf.Graph`` or a ``tf.function``'s ConcreteFunction. Function calls are inlined (functions.py), shapes inferred (shapes.py), FLOPs
-counted (flops.py) and colocation groups formed (colocation.py); ``graph.meta["import"]``
-says what was done: functions inlined or kept, loops found, unknown dimensions, timings.
+a ``tf.Graph`` or a ``tf.function``'s ConcreteFunction. Only the training step is kept
+(step.py: a file's initializers and checkpoint ops are left out); function calls are inlined
+(functions.py), shapes inferred (shapes.py), FLOPs counted (flops.py) and colocation groups
+formed (colocation.py); ``graph.meta["import"]`` says what was done: ops left out, functions
+inlined or kept, loops found, unknown dimensions, timings.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ import numpy as np
 
 from gplace.errors import GraphError
 from gplace.graph import OpGraph
-from gplace.importer import colocation, flops as flops_mod, functions, inputs, shapes as shapes_mod, step
+from gplace.importer import colocation, flops as flops_mod, functions, inputs, step
+from gplace.importer import shapes as shapes_mod
 from gplace.importer.reader import read_graph_def
 from gplace.tfimport import tensorflow
 
@@ -45,9 +48,10 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
 
     ``unknown_dim``: the size given to unknown dimensions (see shapes.py); ``inline``: inline
     function calls; ``name``: the graph's name (default: the file name without suffix);
-    ``whole_graph``: keep the ops a training step does not run (variable initializers, checkpoint
-    save and restore; step.py), which are left out by default. A ``.pt2`` path goes to gplace.torchfront, without TensorFlow; ``torch_options``
-    (``optimizer``, ``trust``) are its own.
+    ``whole_graph``: keep the ops a training step does not run (variable initializers,
+    checkpoint save and restore; step.py), which are left out by default. A ``.pt2`` path goes
+    to gplace.torchfront, without TensorFlow; ``torch_options`` (``optimizer``, ``trust``) are
+    its own.
     """
     if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
         from gplace import torchfront
@@ -277,7 +281,8 @@ def _cpu_only_ops(op_types) -> dict[str, int]:
         return {}
     found = {}
     for op_type, count in zip(*np.unique(op_types, return_counts=True)):
-        devices = {k.device_type for k in kernels.get_registered_kernels_for_op(str(op_type)).kernel}
+        registered = kernels.get_registered_kernels_for_op(str(op_type)).kernel
+        devices = {k.device_type for k in registered}
         if "CPU" in devices and not devices & {"GPU", "DEFAULT"}:
             found[str(op_type)] = int(count)
     return found

@@ -8,8 +8,9 @@ graph, and placing them as if it did would charge every step an initialization (
 table's random fill can cost more than the step itself).
 
 :func:`step_ops` keeps the ops the other sinks need (their inputs, control inputs and
-``loc:@`` colocation targets, transitively). A sink that depends on a training update (an ``Apply*``, ``Assign{Add,Sub}``, ``Scatter*``
-op, which no initializer runs) is always the step's. Otherwise a sink is bookkeeping when it is
+``loc:@`` colocation targets, transitively). A sink that depends on a training update (an
+``Apply*``, ``Assign{Add,Sub}`` or ``Scatter*`` op, which no initializer runs) is always the
+step's. Otherwise a sink is bookkeeping when it is
 
 - a NoOp named ``init`` or ``init_N`` (in any name scope),
 - a checkpoint op or downstream of one (SaveV2, RestoreV2, MergeV2Checkpoints, ...),
@@ -45,8 +46,8 @@ def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict
                                                                 dict[str, list[str]]]:
     """``(keep, left_out, sinks)``: a bool mask over ``nodes`` (the ops of the step), the
     number of ops left out per kind of bookkeeping sink, and the names of those sinks per kind
-    (the first :data:`MAX_NAMED`; every initializer). ``data``/``ctrl``: the edges (src, out, dst) / (src, dst) of
-    gplace.importer.inputs.parse_inputs."""
+    (the first :data:`MAX_NAMED`; every initializer). ``data``/``ctrl``: the edges
+    (src, out, dst) / (src, dst) of gplace.importer.inputs.parse_inputs."""
     n = len(nodes)
     preds: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
