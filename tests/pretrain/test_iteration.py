@@ -49,8 +49,10 @@ def test_the_command_runs_a_round_and_skips_a_junk_graph(tmp_path):
                   tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     err = proc.stderr
-    assert [l for l in err.splitlines() if "skipped" in l] == [
-        l for l in err.splitlines() if l.startswith("pretrain: skipped junk.pb: ")]
+    skips = [l for l in err.splitlines() if l.startswith("pretrain: skipped")]
+    assert len(skips) == 1 and skips[0].startswith("pretrain: skipped junk.pb: ")
+    corpus_line = next(l for l in err.splitlines() if l.startswith("pretrain: corpus "))
+    assert ": 2 graphs (2 train)" in corpus_line and corpus_line.endswith("(1 skipped)")
     assert "round 1 step 2/2: validation" in err and "round 1 done: validation" in err
     card = (tmp_path / "out" / "p.md").read_text()
     assert "| **1** |" in card and "| 2 |" in card  # the round row, the step-2 validation row
