@@ -19,12 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "gplace" / "examples" / "small_resnet.pb"
 CORPUS = ROOT / "datasets" / "corpus"
 
-# (model, options) -> sha256 prefixes of placement.json and placed.pb
+# (model, options) -> sha256 prefixes of placement.json and placed.pb (lstm_lm's placement.json
+# gained its summary's kernel warning: the placement, placed.pb, is the same)
 GOLDEN = {
     ("example", "--cluster post-4gpu"): ("f18f50abe51b3d7c", "4e9d87e4fc2d1f21"),
     ("example", "--cluster post-4gpu --finetune 50 --seed 3"): ("30d6fa4d536c9ea0",
                                                                  "8305c294470818ec"),
-    ("lstm_lm_2l_h256", "--cluster post-4gpu --finetune 30"): ("6111d58389b7ca1a",
+    ("lstm_lm_2l_h256", "--cluster post-4gpu --finetune 30"): ("5bb16ce484bfb487",
                                                                "03932af968d0d6ae"),
     ("nmt_2l", "--cluster hetero"): ("e07ea640a6acbef3", "576750dcf8b9764e"),
 }
