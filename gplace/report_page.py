@@ -9,7 +9,6 @@ CSS, no script; the figures are SVG files beside the page, so the folder is self
 from __future__ import annotations
 
 import html
-import re
 from typing import NamedTuple
 
 import numpy as np
@@ -232,9 +231,6 @@ def _figure(name: str) -> str:
             f"<figcaption>{_e(caption)}</figcaption></figure>")
 
 
-UPDATE_OP = re.compile(r"(Resource)?(Sparse)?Apply|Assign|Scatter")
-
-
 def fetch_ops(graph, limit: int = 10) -> tuple[list[str], list[str], list[str], int]:
     """(initializers, step fetches, placeholders, fetches left off): the initializer sinks the
     import left out of the step (gplace.importer.step), the step's sinks that update a variable
@@ -243,7 +239,10 @@ def fetch_ops(graph, limit: int = 10) -> tuple[list[str], list[str], list[str], 
     used = np.zeros(graph.num_ops, bool)
     used[graph.edge_src] = True
     used[graph.ctrl_src] = True
-    after = np.array([bool(UPDATE_OP.match(t)) for t in graph.op_types.tolist()], bool)
+    from gplace.importer.step import TRAINING_UPDATE
+    # the import left the initializers out: any Assign still in the step updates a variable
+    after = np.array([bool(TRAINING_UPDATE.fullmatch(t)) or t.startswith("Assign")
+                      for t in graph.op_types.tolist()], bool)
     succ = [[] for _ in range(graph.num_ops)]
     for a, b in zip(np.concatenate([graph.edge_src, graph.ctrl_src]).tolist(),
                     np.concatenate([graph.edge_dst, graph.ctrl_dst]).tolist()):

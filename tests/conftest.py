@@ -49,3 +49,20 @@ def tf2_step():
             return loss
     return Step()
 
+
+
+@pytest.fixture
+def rewrite_pt2():
+    """``rewrite(path, out, suffix, edit)``: a copy of the .pt2 archive at ``path`` written to
+    ``out`` whose members ending with ``suffix`` hold ``edit(their bytes)``; returns ``out``."""
+    import zipfile
+
+    def rewrite(path, out, suffix, edit):
+        with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w") as dst:
+            for info in src.infolist():
+                data = src.read(info.filename)
+                dst.writestr(info, edit(data) if info.filename.endswith(suffix) else data)
+        return out
+    return rewrite
+
+

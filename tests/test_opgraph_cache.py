@@ -179,11 +179,10 @@ def test_pruning_leaves_files_the_cache_did_not_write(cache):
     assert all(path.exists() for path in mine) and not list(cache.glob("[0-9a-f]" * 64 + ".npz"))
 
 
-def test_a_pt2_step_is_cached_per_optimizer_and_trust(cache, tmp_path):
+def test_a_pt2_step_is_cached_per_optimizer_and_trust(cache, tmp_path, rewrite_pt2):
     """The joint trace of a .pt2 is the slow part of placing it: the OpGraph is kept, keyed by
     the file's bytes, the optimizer and trust. A file refused without --trust-pt2 stays refused
     after an import with it."""
-    import zipfile
     example = ROOT / "gplace" / "examples" / "torch" / "cnn.pt2"
     first = opgraph_cache.load_graph(example, optimizer="adam")
     again = opgraph_cache.load_graph(example, optimizer="adam")
@@ -191,13 +190,9 @@ def test_a_pt2_step_is_cached_per_optimizer_and_trust(cache, tmp_path):
     same_graph(first, again)
     sgd = opgraph_cache.load_graph(example)
     assert "cached" not in sgd.meta["import"] and sgd.num_ops < first.num_ops
-    pickled = tmp_path / "pickled.pt2"
-    with zipfile.ZipFile(example) as src, zipfile.ZipFile(pickled, "w") as dst:
-        for info in src.infolist():
-            data = src.read(info.filename)
-            if info.filename.endswith("model_weights_config.json"):
-                data = data.replace(b'"use_pickle": false', b'"use_pickle": true', 1)
-            dst.writestr(info, data)
+    pickled = rewrite_pt2(example, tmp_path / "pickled.pt2", "model_weights_config.json",
+                          lambda data: data.replace(b'"use_pickle": false',
+                                                    b'"use_pickle": true', 1))
     from gplace.errors import GraphError
     try:
         opgraph_cache.load_graph(pickled, trust=True)

@@ -55,32 +55,25 @@ def test_a_forward_that_is_not_a_scalar_loss_is_refused(tmp_path):
         gplace.load_graph(path)
 
 
-def test_a_pickled_payload_is_refused_without_trust(tmp_path):
+def test_a_pickled_payload_is_refused_without_trust(tmp_path, rewrite_pt2):
     path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
-    pickled = tmp_path / "pickled.pt2"
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(pickled, "w") as dst:
-        for info in src.infolist():
-            data = src.read(info.filename)
-            if info.filename.endswith("model_weights_config.json"):
-                data = data.replace(b'"use_pickle": false', b'"use_pickle": true', 1)
-            dst.writestr(info, data)
+    pickled = rewrite_pt2(path, tmp_path / "pickled.pt2", "model_weights_config.json",
+                          lambda data: data.replace(b'"use_pickle": false',
+                                                    b'"use_pickle": true', 1))
     with pytest.raises(GraphError, match="stored pickled.*--trust-pt2"):
         gplace.load_graph(pickled)
 
 
-def test_a_member_beyond_tensors_is_refused(tmp_path):
+def test_a_member_beyond_tensors_is_refused(tmp_path, rewrite_pt2):
     import io
     import pickle
     path = save(TwoOutputs(), (torch.randn(2, 4),), tmp_path / "p.pt2")
-    evil = tmp_path / "evil.pt2"
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(evil, "w") as dst:
-        for info in src.infolist():
-            data = src.read(info.filename)
-            if info.filename.endswith(".pt"):
-                buffer = io.BytesIO()
-                torch.save({"x": pickle.loads(pickle.dumps(zipfile.ZipInfo("x")))}, buffer)
-                data = buffer.getvalue()
-            dst.writestr(info, data)
+
+    def an_object(_: bytes) -> bytes:
+        buffer = io.BytesIO()
+        torch.save({"x": pickle.loads(pickle.dumps(zipfile.ZipInfo("x")))}, buffer)
+        return buffer.getvalue()
+    evil = rewrite_pt2(path, tmp_path / "evil.pt2", ".pt", an_object)
     with pytest.raises(GraphError, match="holds objects beyond tensors"):
         gplace.load_graph(evil)
 
@@ -195,7 +188,7 @@ def test_an_opaque_constant_is_refused_without_trust(tmp_path):
         gplace.load_graph(evil)
 
 
-def test_a_size_expression_that_is_not_arithmetic_is_refused(tmp_path):
+def test_a_size_expression_that_is_not_arithmetic_is_refused(tmp_path, rewrite_pt2):
     """torch.export.load evaluates every expr_str with sympy.sympify, which runs Python."""
     import json
     program = torch.export.export(TwoOutputs(), (torch.randn(2, 4),),
@@ -205,16 +198,12 @@ def test_a_size_expression_that_is_not_arithmetic_is_refused(tmp_path):
     # a dynamic batch's expressions (Symbol('s0', ...)) are taken
     from gplace.torchfront.program import check_archive
     check_archive(path)
-    evil = tmp_path / "evil.pt2"
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(evil, "w") as dst:
-        for info in src.infolist():
-            data = src.read(info.filename)
-            if info.filename.endswith("models/model.json"):
-                text = data.decode()
-                start = text.index('"expr_str": "') + len('"expr_str": "')
-                end = text.index('"', start)
-                data = (text[:start] + "__import__('os').getcwd()" + text[end:]).encode()
-            dst.writestr(info, data)
+    def inject(data: bytes) -> bytes:
+        text = data.decode()
+        start = text.index('"expr_str": "') + len('"expr_str": "')
+        end = text.index('"', start)
+        return (text[:start] + "__import__('os').getcwd()" + text[end:]).encode()
+    evil = rewrite_pt2(path, tmp_path / "evil.pt2", "models/model.json", inject)
     with pytest.raises(GraphError, match="size expression .* is not arithmetic"):
         gplace.load_graph(evil)
 
