@@ -132,7 +132,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     if depth == 0:  # before TF sees the graph: these crash TF instead of raising
         inputs.check_size(len(graph_def.node))
         functions.check_not_recursive(library)
-        shapes_mod.check_dtypes(graph_def)
+        shapes_mod.check_attrs(graph_def)
     report = functions.InlineReport()
     if inline:
         graph_def, report = functions.inline_functions(graph_def)
@@ -304,12 +304,13 @@ def _shapeless_variables(nodes, data, outs) -> int:
 
 def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:
     """Kept functional ops (While, If) get the FLOPs of their bodies: If the larger branch;
-    While one trip of cond + body times its trip count where the graph fixes it (a constant
-    ``maximum_iterations`` and a condition that only counts to it, as tf.scan's), one trip
-    otherwise (a cap on a loop that exits on its data is not its trip count)."""
+    While one trip of cond + body times its trip count where the graph fixes it
+    (:func:`_fixed_trips`), one trip otherwise (a cap on a loop that exits on its data is not
+    its trip count)."""
     notes = []
     library = {f.signature.name: f for f in graph_def.library.function}
     by_name = {n.name: n for n in nodes}
+    fixed = _fixed_trips([n for n in nodes if "While" in n.op], by_name, library)
     for k, node in enumerate(nodes):
         if node.name not in report.kept:
             continue
@@ -317,18 +318,41 @@ def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> l
         fnames = [node.attr[a].func.name for a in attrs] if attrs else \
             [functions.called_function(node, library)]
         costs = [_function_flops(library, f, unknown_dim, depth) for f in fnames if f]
-        cap = _while_trips(node, by_name) if "While" in node.op else 1
-        fixed = cap > 1 and _counts_to_cap(library.get(node.attr["cond"].func.name))
-        trips = cap if fixed else 1
+        trips, why = fixed.get(node.name, (1, ""))
         if costs:
             op_flops[k] += trips * sum(costs) if "While" in node.op or not attrs else max(costs)
         if depth == 0 and "While" in node.op:
+            cap = _while_trips(node, by_name)
             notes.append(f"{node.name}: functional While, " + (
-                f"{trips} iterations (its maximum_iterations, which its condition counts to)"
-                if fixed else f"cost of one iteration (it runs at most {cap:,}: the "
+                f"{trips} iterations ({why})" if why
+                else f"cost of one iteration (it runs at most {cap:,}: the "
                 "condition reads its data)" if cap > 1
                 else "cost of one iteration (its trip count is not fixed in the graph)"))
     return notes
+
+
+def _fixed_trips(loops, by_name, library) -> dict[str, tuple[int, str]]:
+    """Trip counts the graph fixes, with why, by While name: a constant ``maximum_iterations``
+    that the condition only counts to (tf.scan's, Keras' fixed-length loops), and a gradient
+    loop (while_v2's) whose condition counts to the final counter of a loop with a fixed count:
+    it runs once per trip of the loop it differentiates."""
+    fixed = {}
+    for node in loops:
+        cap = _while_trips(node, by_name)
+        if cap > 1 and _counts_to_cap(library.get(node.attr["cond"].func.name), {1}):
+            fixed[node.name] = (cap, "its maximum_iterations, which its condition counts to")
+    for node in loops:
+        if node.name in fixed:
+            continue
+        data = [i for i in node.input if not i.startswith("^")]
+        counters = {k: fixed[ref.split(":")[0]][0] for k, ref in enumerate(data)
+                    if ref.split(":")[0] in fixed and ref.split(":")[1:] in ([], ["0"])}
+        cond = library.get(node.attr["cond"].func.name)
+        if counters and _counts_to_cap(cond, {1} | set(counters)):
+            source = data[min(counters)].split(":")[0]
+            fixed[node.name] = (min(counters.values()),
+                                f"one per trip of {source}, which it differentiates")
+    return fixed
 
 
 MAX_TRIPS = 10**6
@@ -337,17 +361,19 @@ _COUNTING = {"Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "Iden
 _COMPARE = {"Less", "LessEqual", "Greater", "GreaterEqual"}
 
 
-def _counts_to_cap(cond) -> bool:
+def _counts_to_cap(cond, bounds: set[int]) -> bool:
     """Whether a while_v2 condition only counts: comparisons (joined by LogicalAnd) each against
-    a constant or the maximum-iterations argument, as tf.scan's and Keras' fixed-length loops
-    are; then maximum_iterations is the trip count. A condition that reads its data (a norm,
-    a done flag, a length held in a loop variable) only runs up to it."""
+    a constant or one of the arguments numbered in ``bounds`` (1: the maximum iterations), as
+    tf.scan's and Keras' fixed-length loops are; then the bound is the trip count. A condition
+    that reads its data (a norm, a done flag, a length held in a loop variable) only runs up
+    to it."""
     if cond is None:
         return False
     nodes = {n.name: n for n in cond.node_def}
     args = [a.name for a in cond.signature.input_arg]
     if any(n.op not in _COUNTING for n in nodes.values()) or len(args) < 2:
         return False
+    limits = {args[k] for k in bounds if k < len(args)}
 
     def source(ref: str):
         name = ref.split(":")[0]
@@ -357,7 +383,7 @@ def _counts_to_cap(cond) -> bool:
     for n in nodes.values():
         if n.op in _COMPARE:
             sides = [source(i) for i in n.input if not i.startswith("^")]
-            if not any(s == args[1] or (s in nodes and nodes[s].op == "Const") for s in sides):
+            if not any(s in limits or (s in nodes and nodes[s].op == "Const") for s in sides):
                 return False
     return True
 

@@ -60,9 +60,11 @@ def tensor_bytes(op: str, what: str, dtype: str, shape, unknown_dim: int) -> int
     return n
 
 
-def check_dtypes(graph_def) -> None:
-    """Raises GraphError for a type attr that names no TensorFlow dtype: grappler aborts the
-    process on one (a check failure in C++, not an exception)."""
+def check_attrs(graph_def) -> None:
+    """Raises GraphError for a type attr that names no TensorFlow dtype (grappler aborts the
+    process on one: a check failure in C++, not an exception), a constant tensor with a
+    negative dimension, or a shape attr with a dimension below -1 (unknown): TensorFlow
+    refuses both when it builds the graph."""
     from tensorflow.core.framework import types_pb2
     valid = set(types_pb2.DataType.values())
     nodes = [(n.name, n) for n in graph_def.node] + [
@@ -77,12 +79,30 @@ def check_dtypes(graph_def) -> None:
             if bad:
                 raise GraphError(f"op {short(name)}: attr {short(key)} holds dtype number "
                                  f"{bad[0]}, which is no TensorFlow dtype")
+            _check_dims(name, key, value, kind)
     for f in graph_def.library.function:
         for arg in list(f.signature.input_arg) + list(f.signature.output_arg):
             if arg.type not in valid:
                 raise GraphError(f"function {cut(f.signature.name)}: argument "
                                  f"{short(arg.name)} has dtype number {arg.type}, which is no "
                                  f"TensorFlow dtype")
+
+
+def _check_dims(name: str, key: str, value, kind: str) -> None:
+    """A tensor attr's dimensions are sizes (>= 0); a shape attr's may also be -1 (unknown)."""
+    if kind == "tensor":
+        dims, least = [d.size for d in value.tensor.tensor_shape.dim], 0
+    elif kind == "shape":
+        dims, least = [d.size for d in value.shape.dim], -1
+    elif kind == "list":
+        dims, least = [d.size for s in value.list.shape for d in s.dim], -1
+    else:
+        return
+    if any(d < least for d in dims):
+        what = "tensor" if kind == "tensor" else "shape"
+        raise GraphError(f"op {short(name)}: attr {short(key)} holds a {what} with dimensions "
+                         f"{dims[:8]}; TensorFlow takes "
+                         f"{'sizes >= 0' if least == 0 else 'sizes >= 0, or -1 for unknown'}")
 
 
 def _registered(op_type: str) -> bool:

@@ -69,6 +69,24 @@ def huge_placeholder(attr: str) -> bytes:
     return gd.SerializeToString()
 
 
+def negative_dims(attr: str) -> bytes:
+    """A Const whose tensor has dimensions [-5, 3], or a Placeholder of shape [-7, -1]: TF
+    refuses both when it builds the graph."""
+    from gplace.tfimport import tensorflow
+    gd = tensorflow().compat.v1.GraphDef()
+    node = gd.node.add(name="c", op="Const" if attr == "value" else "Placeholder")
+    node.attr["dtype"].type = 1
+    if attr == "value":
+        node.attr["value"].tensor.dtype = 1
+        shape = node.attr["value"].tensor.tensor_shape
+    else:
+        shape = node.attr["shape"].shape
+    for size in ((-5, 3) if attr == "value" else (-7, -1)):
+        shape.dim.add(size=size)
+    gd.node.add(name="q", op="Neg", input=["c"]).attr["T"].type = 1
+    return gd.SerializeToString()
+
+
 def loop_link(p):
     (p / "b.pb").symlink_to(p / "a.pb")
     (p / "a.pb").symlink_to(p / "b.pb")
@@ -119,6 +137,13 @@ CASES = {
                                       r"than the 1 PiB"),
     "recorded shape of 2**80 elements": (lambda p: write(p, "rec.pb", huge_placeholder(
         "_output_shapes")), r"op 'p' output 0: shape \[1099511627776, 1099511627776\]"),
+    "constant with a negative dimension": (
+        lambda p: write(p, "negc.pb", negative_dims("value")),
+        r"op 'c': attr 'value' holds a tensor with dimensions \[-5, 3\]; TensorFlow takes sizes "
+        r">= 0$"),
+    "shape with a dimension below -1": (
+        lambda p: write(p, "negp.pb", negative_dims("shape")),
+        r"op 'c': attr 'shape' holds a shape with dimensions \[-7, -1\]"),
 }
 
 

@@ -113,6 +113,22 @@ def test_a_scan_counts_its_iterations():
     assert any("16 iterations" in n for n in g.meta["import"]["notes"])
     assert g.flops[loop] >= 16 * 2 * 8 * 8 * 8
 
+    w = tf.Variable(tf.eye(8))
+
+    @tf.function(input_signature=[tf.TensorSpec([16, 8, 8], tf.float32)])
+    def trained(xs):  # the gradient loop counts to the forward loop's final counter
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.scan(lambda acc, x: tf.matmul(acc, w) + x, xs,
+                                         initializer=tf.zeros([8, 8])))
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+    g = gplace.load_graph(trained.get_concrete_function())
+    loops = np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))
+    assert len(loops) == 2
+    assert sum("16 iterations" in n for n in g.meta["import"]["notes"]) == 2
+    assert any("one per trip of" in n for n in g.meta["import"]["notes"])
+    # the gradient body holds two matmuls of the forward's size per trip
+    assert g.flops[loops].min() >= 16 * 2 * 8 * 8 * 8
+
     @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
     def open_ended(n):
         return tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 2.0), (0, 1.0))[1]
