@@ -9,13 +9,13 @@ pooled tau is reported too), the error is the median over all placements.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from gplace.cluster import Link
+from gplace.io import plain_json
 from gplace.real.links import LinkFit, StepOverhead
 
 
@@ -142,7 +142,7 @@ def describe_link(link: Link) -> str:
 def write_report(report: CalibrationReport, out_dir: Path) -> None:
     from gplace.io import atomic_write_text
     out_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out_dir / "calibration.json", json.dumps(report.to_json(), indent=1))
+    atomic_write_text(out_dir / "calibration.json", plain_json(report.to_json(), indent=1))
     scatter_png(report, out_dir / "calibration.png")
 
 

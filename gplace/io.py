@@ -1,8 +1,10 @@
-"""Small file helpers: atomic writes, so that an interrupted run never leaves half a file, and
-a checkpoint reader that says in one line what is wrong with a file."""
+"""Small file helpers: atomic writes, so that an interrupted run never leaves half a file, a
+checkpoint reader that says in one line what is wrong with a file, and standard JSON."""
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -29,6 +31,23 @@ def atomic_write(path: str | os.PathLike, write: Callable[[IO], None], binary: b
         except FileNotFoundError:
             pass
         raise
+
+
+def plain_json(obj, **kwargs) -> str:
+    """``json.dumps(obj)`` with every infinite or NaN float written as null: JSON (RFC 8259)
+    has no Infinity or NaN, and parsers other than Python's (JSON.parse, serde) refuse them.
+    A placement that does not fit in memory has an infinite step time; it reads as null."""
+    return json.dumps(_finite(obj), allow_nan=False, **kwargs)
+
+
+def _finite(obj):
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -92,6 +92,7 @@ class PlacementResult:
     # fastest there (their intervals overlap), which were not ranked against each other
     intervals: dict = field(default_factory=dict)
     ties: tuple = ()
+    exact: PlaceResult | None = None  # the exact placer's run (``optimal``): its bound, status
 
     @property
     def placement(self) -> dict[str, str]:
@@ -115,7 +116,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
           seed: int = 0, progress: bool = True, log=sys.stderr,
           allow_unsafe: bool = False, loss: str | None = None, cost_model=None,
-          polish: int | None = None, screen: int | None = None,
+          polish: int | None = None, screen: int | None = None, optimal: float | None = None,
           **torch_options) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
     ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
@@ -124,8 +125,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     estimates, ``cost_model_for``); ``polish``: zero-shot's estimate replays
     (FinetuneConfig.zero_shot_polish; None: its default) and ``screen``: fine-tuning's moves drawn
     per move measured (FinetuneConfig.local_screen; None: its default), both ignored for a
-    GNNPlacer ``checkpoint``; ``torch_options`` (``optimizer``, ``trust``) go to the import of
-    a ``.pt2`` program."""
+    GNNPlacer ``checkpoint``; ``optimal``: seconds for the exact placer (:func:`refine_exact`),
+    which also runs when nothing else fits; ``torch_options`` (``optimizer``, ``trust``) go to
+    the import of a ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN
@@ -137,6 +139,8 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         raise ConfigError(f"polish = {polish} must be in [0, {MAX_SAMPLES:,}]")
     if screen is not None and not 1 <= screen <= MAX_SCREEN:
         raise ConfigError(f"screen = {screen} must be in [1, {MAX_SCREEN}]")
+    if optimal is not None and measure != "sim":
+        raise ConfigError("optimal bounds simulated step times; it needs measure='sim'")
     graph = model if isinstance(model, OpGraph) else load_graph(model, **torch_options)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
@@ -159,13 +163,22 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         if measure == "real" and tuned.feasible:
             best, heuristics, intervals, ties = _head_to_head(measurer, tuned, heuristics)
         best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
-        if not tuned.feasible and not best_h.feasible:
-            raise GplaceError(_shortfall_message(problem, measurer, heuristics))
-    summary = _summary(graph, problem, best, heuristics, why, measure, start,
-                       _chosen(best, best_h, heuristics))
+        chosen = _chosen(best, best_h, heuristics)
+        exact = None
+        if optimal is not None:
+            exact = _solve_exactly(problem, optimal, [best.placement] + [
+                r.placement for r in heuristics.values()])
+            if exact.feasible and (not best.feasible or exact.step_time_s < best.step_time_s):
+                best, chosen = best._replace(placement=exact.placement, feasible=True,
+                                             step_time_s=exact.step_time_s), "optimal (CP-SAT)"
+        if not best.feasible and not best_h.feasible:
+            tried = {**heuristics, "gnn": tuned, **({"optimal": exact} if exact else {})}
+            raise GplaceError(_shortfall_message(problem, measurer, tried, finetune, optimal))
+    summary = _summary(graph, problem, best, heuristics, why, measure, start, chosen)
     return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
-                           float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties)
+                           float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties,
+                           exact)
 
 
 def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None,
@@ -194,16 +207,22 @@ def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | No
 def refine_exact(result: PlacementResult, seconds: float, workers: int = 2) -> PlaceResult:
     """Runs the exact placer (gplace.placers.optimal) for ``seconds`` from the result's and the
     heuristics' placements; where its placement simulates faster, the result takes it. Returns
-    the exact placer's run (its info holds the proven bound and the status)."""
-    problem = result.problem
+    the exact placer's run (its info holds the proven bound and the status). ``place(...,
+    optimal=seconds)`` does the same, and also runs it when nothing else fits in memory."""
     seeds = [result.unit_placement] + [r.placement for r in result.heuristics.values()]
-    exact = get_placer("optimal", seed=0, time_limit_s=seconds, workers=workers).place(
-        problem, SimMeasurer(problem), 0, seeds=seeds)
+    exact = _solve_exactly(result.problem, seconds, seeds, workers)
+    result.exact = exact
     if exact.feasible and exact.step_time_s < result.step_time_s:
         result.unit_placement, result.step_time_s = exact.placement, exact.step_time_s
         result.summary = replace(result.summary, step_time_s=exact.step_time_s,
                                  chosen="optimal (CP-SAT)")
     return exact
+
+
+def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceResult:
+    """The exact placer (gplace.placers.optimal) for ``seconds``, started from ``seeds``."""
+    return get_placer("optimal", seed=0, time_limit_s=seconds, workers=workers).place(
+        problem, SimMeasurer(problem), 0, seeds=seeds)
 
 
 def _say_drift(tuned: PlaceResult, log) -> None:
@@ -310,23 +329,32 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         warning=cpu_only_warning(graph, problem, tuned.placement))
 
 
-def _shortfall_message(problem, measurer, heuristics) -> str:
-    """No placement was feasible. When the closest is short of memory (by the simulator's
-    peak, which --measure real also refuses by), name the device with the largest shortfall;
-    else a run failed: say why, never as a memory shortfall."""
+def _shortfall_message(problem, measurer, tried: dict[str, PlaceResult], finetune: int = 0,
+                       optimal: float | None = None) -> str:
+    """No placement was feasible. When every placement tried (the heuristics', the learned
+    placer's, the exact placer's) is short of memory by the simulator's peak, which --measure
+    real also refuses by, name the closest (the smallest largest shortfall on one device) and
+    the searches not run yet; else a run failed: say why, never as a memory shortfall."""
     from gplace.sim import FastSimulator
-    best = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
-    peak = FastSimulator(problem).run_batch(best.placement[None]).peak_bytes[0]
-    cap = np.array([d.memory_bytes for d in problem.cluster.devices])
-    d = int(np.argmax(peak - cap))
-    if peak[d] <= cap[d]:
-        result = getattr(measurer, "result_of", lambda p: None)(best.placement)
+    names = list(tried)
+    peak = FastSimulator(problem).run_batch(np.stack([tried[n].placement for n in names])) \
+        .peak_bytes
+    cap = np.array([d.memory_bytes for d in problem.cluster.devices], np.float64)
+    short = (peak - cap).max(axis=1)
+    if (short <= 0).any():
+        name = names[int(np.flatnonzero(short <= 0)[0])]
+        result = getattr(measurer, "result_of", lambda p: None)(tried[name].placement)
         why = " ".join(result.reason.split())[:300] if result and result.reason else "no reason"
-        return (f"no placement ran: the {best.name} placement fits in memory but failed when "
+        return (f"no placement ran: the {name} placement fits in memory but failed when "
                 f"measured ({why})")
-    return (f"no placement found fits in memory: the closest ({best.name}) needs "
-            f"{_size(peak[d])} on {problem.cluster.devices[d].name}, which holds "
-            f"{_size(cap[d])} (short by {_size(peak[d] - cap[d])})")
+    k = int(np.argmin(short))
+    d = int(np.argmax(peak[k] - cap))
+    more = [o for o, ran in (("--finetune 300", finetune >= 300), ("--optimal 60", optimal))
+            if not ran]
+    return (f"no placement found fits in memory: the closest ({names[k]}) needs "
+            f"{_size(peak[k, d])} on {problem.cluster.devices[d].name}, which holds "
+            f"{_size(cap[d])} (short by {_size(peak[k, d] - cap[d])})"
+            + (f"; try {' or '.join(more)}" if more else ""))
 
 
 def _size(n: float) -> str:

@@ -57,6 +57,51 @@ def test_memory_limit_that_nothing_fits_names_the_shortfall(checkpoint):
               progress=False)
 
 
+def test_the_shortfall_names_the_closest_placement_of_all_tried(checkpoint):
+    """With nothing fitting, the message names the placement short by the least (over the
+    heuristics' and the policy's), and the searches not run yet."""
+    from gplace.place import place
+    from gplace.placers.base import cheap_heuristics
+    from gplace.placers import SimMeasurer, get_placer
+    from gplace.cluster import load_cluster, with_memory_limit
+    from gplace.problem import PlacementProblem
+    from gplace.sim import FastSimulator
+    import gplace
+    with pytest.raises(GplaceError) as e:
+        place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, memory_limit="4MB",
+              progress=False)
+    message = str(e.value)
+    problem = PlacementProblem.build(gplace.load_graph(EXAMPLE),
+                                     with_memory_limit(load_cluster("post-2gpu"), "4MB"))
+    short = {}
+    for h in cheap_heuristics():
+        p = get_placer(h).place(problem, SimMeasurer(problem), 0).placement
+        short[h] = (FastSimulator(problem).run(p).peak_bytes - 4e6).max()
+    named = message.split("the closest (")[1].split(")")[0]
+    assert named == "gnn" or short[named] == min(short.values()), (message, short)
+    assert message.endswith("; try --finetune 300 or --optimal 60")
+
+
+def test_optimal_runs_when_nothing_else_fits(checkpoint, monkeypatch):
+    """place(optimal=...) asks the exact placer even when no other placement fits, and returns
+    its placement when that one does (the solver stubbed: CP-SAT's time limit makes it
+    machine-dependent)."""
+    import gplace.place as place_module
+    from gplace.placers.base import History, PlaceResult
+    found = {}
+
+    def solve(problem, seconds, seeds, workers=2):
+        found["seeds"] = len(seeds)
+        placement = np.zeros(problem.num_units, np.int64)
+        return PlaceResult("optimal", placement, 0.5, True, 0, 0.0,
+                           History(np.zeros(0), np.zeros(0, bool)), {"status": "feasible"})
+    monkeypatch.setattr(place_module, "_solve_exactly", solve)
+    r = place_module.place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint,
+                           memory_limit="1MB", progress=False, optimal=5)
+    assert r.summary.chosen == "optimal (CP-SAT)" and r.step_time_s == 0.5
+    assert found["seeds"] == 1 + len(r.heuristics) and r.exact.info["status"] == "feasible"
+
+
 def test_memory_limit_per_device_is_respected(checkpoint):
     from gplace.place import place
     r = place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, memory_limit="gpu0=1MB",

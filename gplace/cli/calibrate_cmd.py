@@ -24,6 +24,7 @@ from pathlib import Path
 
 from gplace.cli import checks
 from gplace.errors import ConfigError
+from gplace.io import plain_json
 
 DEFAULT_GRAPHS = ("quick_mlp", "quick_cnn", "quick_gpt")
 
@@ -189,7 +190,7 @@ def _resimulate(args, out: Path) -> int:
 def _print(report, out: Path, as_json: bool) -> int:
     """The table on stdout (or the report as one JSON object)."""
     if as_json:
-        print(json.dumps(report.to_json()))
+        print(plain_json(report.to_json()))
         return 0
     print(f"{'graph':<14} {'family':<8} {'ops':>5} {'units':>5} {'n':>3} {'tau':>6} {'rho':>6} "
           f"{'med.err':>8} {'real-vs-real tau':>17} {'s/placement':>12}  load (others, load avg)")

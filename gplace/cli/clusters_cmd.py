@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections import Counter
+
+from gplace.io import plain_json
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -19,7 +20,7 @@ def run(args) -> int:
     from gplace.cluster import load_cluster, preset_names
     clusters = [load_cluster(n) for n in (args.names or preset_names())]
     if args.json:
-        print(json.dumps([c.summary() for c in clusters]))
+        print(plain_json([c.summary() for c in clusters]))
         return 0
     for c in clusters:
         kinds = Counter(d.kind for d in c.devices)

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 from gplace.cli import checks, models
+from gplace.io import plain_json
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -49,7 +49,7 @@ def run(args) -> int:
         summary["loop_runs"] = None if runs is None else int(runs.max())
     summary["seconds"] = round(time.perf_counter() - start, 3)
     if args.json:
-        print(json.dumps(summary))
+        print(plain_json(summary))
     else:
         print(render(summary))
     return 0

@@ -7,6 +7,7 @@ import json
 import math
 
 from gplace.cli import checks, models
+from gplace.io import plain_json
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -49,7 +50,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--optimal", type=_seconds, default=None, metavar="SECONDS",
                    help="then run the exact placer (CP-SAT, small problems) for up to SECONDS "
                         "and print its proven lower bound; its placement is kept when faster "
-                        "(simulated)")
+                        "(simulated), or when nothing else fits in memory. What it finds "
+                        "within a time limit depends on the machine's speed and load")
     p.add_argument("--seed", type=checks.seed, default=0, help="0 <= seed < 2**32 (default 0)")
     p.add_argument("--out", default="gplace-out", help="output directory (default: gplace-out)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -83,7 +85,7 @@ def run(args) -> int:
     if args.measure == "sim":  # the graph imports (TensorFlow) in another process meanwhile
         from gplace.opgraph_cache import finish, prefetch
         pending = prefetch(args.model)
-    from gplace.place import place, refine_exact  # numba, the placers
+    from gplace.place import place  # numba, the placers
     if args.finetune or args.measure != "sim":
         import torch  # noqa: F401 - fine-tuning's policy (1-2 s): beside the graph's import
     if pending is not None:
@@ -94,8 +96,8 @@ def run(args) -> int:
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
                    loss=args.loss, polish=args.polish, screen=args.screen,
-                   **models.torch_options(args))
-    exact = refine_exact(result, args.optimal) if args.optimal is not None else None
+                   optimal=args.optimal, **models.torch_options(args))
+    exact = result.exact
     try:
         files = result.export(out)
     except OSError as e:  # checked above, but a disk can fill up meanwhile: keep the result
@@ -104,7 +106,7 @@ def run(args) -> int:
                           f"was written there; the result is printed above") from None
     text = render(result.summary, files, args.json, result.intervals, result.ties)
     if exact is not None and args.json:
-        text = json.dumps({**json.loads(text), "exact": _exact_info(exact)})
+        text = plain_json({**json.loads(text), "exact": _exact_info(exact)})
     elif exact is not None:
         text += "\n" + _exact_line(exact)
     print(text)
@@ -152,7 +154,7 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
     intervals = intervals or {}
     if as_json:
         extra = {"intervals_s": intervals, "ties": list(ties)} if intervals else {}
-        return json.dumps({**s.as_dict(), **extra,
+        return plain_json({**s.as_dict(), **extra,
                            "out": str(files[0].parent) if files else None})
     best = s.best_heuristic
     bound = ("from the cost model" if s.measure == "sim" else
@@ -165,10 +167,13 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
           if s.left_out else []),
         f"step time        {_ms(s.step_time_s)}{_interval(intervals.get('chosen'))} "
         f"({s.step_times}); found by {s.chosen}{tie}",
-        f"single device    {_ms(s.single_device_s)}{_interval(intervals.get('single'))} "
-        f"({s.speedup_vs_single:.2f}x slower)",
-        f"best heuristic   {best.name or 'none fits'} {_ms(best.step_time_s)}"
-        f"{_interval(intervals.get(best.name))}",
+        "single device    " + (
+            f"{_ms(s.single_device_s)}{_interval(intervals.get('single'))} "
+            f"({s.speedup_vs_single:.2f}x slower)" if math.isfinite(s.single_device_s or 0)
+            else "does not fit in memory"),
+        "best heuristic   " + (
+            f"{best.name} {_ms(best.step_time_s)}{_interval(intervals.get(best.name))}"
+            if best.name else "none fits in memory"),
         f"zero-shot        {_ms(s.zero_shot_step_time_s)}",
         *([f"fine-tuned best  {_ms(intervals['gnn'][0])}{_interval(intervals['gnn'])} "
            "(measured again beside the heuristics)"] if "gnn" in intervals else []),
@@ -189,4 +194,5 @@ def _interval(entry) -> str:
 
 
 def _ms(seconds: float | None) -> str:
-    return "-" if seconds is None else f"{seconds * 1e3:.3f} ms"
+    """'12.345 ms'; '-' for none or inf (nothing that fits in memory)."""
+    return f"{seconds * 1e3:.3f} ms" if seconds is not None and math.isfinite(seconds) else "-"

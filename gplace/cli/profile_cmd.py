@@ -20,6 +20,7 @@ from pathlib import Path
 
 from gplace.cli import checks
 from gplace.errors import ConfigError, GplaceError
+from gplace.io import plain_json
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -83,7 +84,7 @@ def run(args) -> int:
                "max_runs_per_op": int(runs.max()) if runs is not None and runs.size else 1,
                "machine": profile.machine, "seconds": round(time.perf_counter() - start, 1)}
     if args.json:
-        print(json.dumps(summary))
+        print(plain_json(summary))
         return 0
     loops = (f"; TF1 loops: up to {summary['max_runs_per_op']} runs per op"
              if summary["max_runs_per_op"] > 1 else "")

@@ -28,5 +28,14 @@ def test_text_without_a_zero_shot_or_a_fitting_heuristic():
     text = render(summary(zero_shot_step_time_s=None, best_heuristic=BestHeuristic(None, None)),
                   None, False)
     assert "zero-shot        -" in text
-    assert "best heuristic   none fits -" in text
+    assert "best heuristic   none fits in memory" in text
     assert text.splitlines()[-1] == "wrote            nothing"
+
+
+def test_text_and_json_when_the_single_device_does_not_fit():
+    """An infinite step time reads "does not fit in memory" in text and null in JSON (JSON has
+    no Infinity)."""
+    s = summary(single_device_s=float("inf"))
+    assert "single device    does not fit in memory" in render(s, None, False)
+    text = render(s, None, True)
+    assert "Infinity" not in text and json.loads(text)["single_device_s"] is None
