@@ -5,13 +5,12 @@ written into one folder all at once (the page: :mod:`gplace.report_page`, the fi
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-from gplace.io import atomic_write_bytes, atomic_write_text
+from gplace.io import atomic_write_bytes, atomic_write_text, plain_json
 from gplace.sim import FastSimulator
 from gplace.sim.trace import write_trace
 
@@ -104,9 +103,11 @@ def _make_dirs(path: Path) -> list[Path]:
 
 def placement_record(result) -> dict:
     """placement.json: the summary without its wall time (the file is byte-reproducible for a
-    seed; the wall time is printed and in report.html) and op name -> TF device."""
+    seed; the wall time is printed and in report.html), the cluster as placed on (memory
+    limits applied: `gplace simulate --placement` simulates on it), and op name -> TF device."""
     summary = {k: v for k, v in result.summary.as_dict().items() if k != "wall_s"}
-    record = {"summary": summary, "placement": result.op_devices}
+    record = {"summary": summary, "cluster": result.problem.cluster.summary(),
+              "placement": result.op_devices}
     if "torch" in result.graph.meta:  # a PyTorch step: also by FX node and by module
         from gplace.torchfront.record import torch_record
         record["torch"] = torch_record(result.graph, result.op_devices)
@@ -121,7 +122,7 @@ def _write_outputs(result, out: Path) -> list[Path]:
     if placed is not None:  # deterministic: attr maps in key order, the same bytes every run
         atomic_write_bytes(out / "placed.pb", placed.SerializeToString(deterministic=True))
         written.append(out / "placed.pb")
-    atomic_write_text(out / "placement.json", json.dumps(placement_record(result), indent=1))
+    atomic_write_text(out / "placement.json", plain_json(placement_record(result), indent=1))
     sim = FastSimulator(result.problem).run(result.unit_placement)
     write_trace(out / "trace.json", result.problem, sim)
     written += [out / "placement.json", out / "trace.json"]

@@ -44,3 +44,15 @@ def test_read_checkpoint_names_what_is_wrong(tmp_path, content, message):
         path.write_bytes(content)
     with pytest.raises(ConfigError, match=rf"^{path}: {message}"):
         read_checkpoint(path, "policy checkpoint")
+
+
+def test_plain_json_writes_infinite_and_nan_floats_as_null():
+    """JSON has no Infinity or NaN (JSON.parse refuses them): a step time of a placement that
+    does not fit is null."""
+    import json
+    import numpy as np
+    from gplace.io import plain_json
+    text = plain_json({"t": float("inf"), "rows": [float("nan"), 1.5, (2, -float("inf"))],
+                       "n": np.float64(np.inf)})
+    assert text == '{"t": null, "rows": [null, 1.5, [2, null]], "n": null}'
+    assert json.loads(text, parse_constant=lambda c: 1 / 0)["rows"][1] == 1.5

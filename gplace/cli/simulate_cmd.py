@@ -19,6 +19,7 @@ import numpy as np
 
 from gplace.cli import checks, models
 from gplace.errors import ConfigError, GplaceError
+from gplace.io import plain_json
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -27,7 +28,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("model", help="graph: a gplace .npz, or anything `gplace inspect` reads")
     p.add_argument("--cluster", default=None, metavar="C",
                    help="preset name (see `gplace clusters`) or a cluster YAML file; default "
-                        "with --placement: the cluster its placement.json was placed on")
+                        "with --placement: the cluster its placement.json was placed on, as it "
+                        "was (the file records its devices, links and memory limits)")
     how = p.add_mutually_exclusive_group(required=True)
     how.add_argument("--placement", metavar="FILE",
                      help='JSON {"op name": "device name or TF device"} or {"placement": {...}}')
@@ -73,8 +75,36 @@ def _recorded(path: str, *keys: str):
         return None
 
 
+def _cluster(args):
+    """--cluster, else the cluster the placement.json records (devices, links and memory
+    limits as placed), else the preset it names (files written before it recorded them)."""
+    from gplace.cluster import cluster_from_dict, load_cluster
+    name = _recorded(args.placement, "summary", "cluster") if args.placement else None
+    spec = _recorded(args.placement, "cluster") if args.placement else None
+    placed = cluster_from_dict(spec, f"{args.placement}: its cluster") if spec else None
+    if args.cluster is not None:
+        cluster = load_cluster(args.cluster)
+        differs = placed.summary() != cluster.summary() if placed else \
+            name is not None and name != cluster.name
+        if differs and not args.json:
+            what = f"cluster {name!r}" if name else "another cluster"
+            print(f"note: {args.placement} was placed on {what}" + (
+                  f", whose devices, links or memory differ from {args.cluster}'s" if placed
+                  else "") + f"; simulating it on {args.cluster}", file=sys.stderr)
+        return cluster
+    if placed is not None:
+        return placed
+    if not name:
+        raise ConfigError("--cluster: give the cluster to simulate on (a placement.json that "
+                          "`gplace place` wrote names its own)")
+    try:
+        return load_cluster(name)
+    except ConfigError:
+        raise ConfigError(f"{args.placement} was placed on cluster {name!r}, which is no "
+                          f"preset; pass --cluster with its YAML file") from None
+
+
 def run(args) -> int:
-    from gplace.cluster import load_cluster
     from gplace.cost import CostModel, cost_model_for
     from gplace.problem import CoarsenConfig, PlacementProblem
     from gplace.sim import FastSimulator, lower_bound
@@ -83,14 +113,7 @@ def run(args) -> int:
     checks.model_path(args.model)
     if args.trace:
         checks.output_file(args.trace, "--trace")
-    placed_on = _recorded(args.placement, "summary", "cluster") if args.placement else None
-    if args.cluster is None and not placed_on:
-        raise ConfigError("--cluster: give the cluster to simulate on (a placement.json that "
-                          "`gplace place` wrote names its own)")
-    cluster = load_cluster(args.cluster or placed_on)
-    if placed_on and args.cluster and placed_on != cluster.name and not args.json:
-        print(f"note: {args.placement} was placed on {placed_on}; simulating it on "
-              f"{cluster.name}", file=sys.stderr)
+    cluster = _cluster(args)
     options = models.torch_options(args)
     if args.placement and str(args.model).lower().endswith(".pt2") and "optimizer" not in options:
         recorded = _recorded(args.placement, "torch", "optimizer")  # what was placed
@@ -125,7 +148,7 @@ def run(args) -> int:
     result = sim.run(placement)
     bound = lower_bound(problem)
     report = {**_summary(problem, result, bound), **report}
-    print(json.dumps(report) if args.json else render(report))
+    print(plain_json(report) if args.json else render(report))
     if args.trace:
         try:
             write_trace(args.trace, problem, result)

@@ -159,7 +159,33 @@ def test_simulate_takes_the_cluster_a_placement_json_was_placed_on(tmp_path):
     assert json.loads(same.stdout)["step_time_s"] == pytest.approx(
         json.loads(placed.stdout)["step_time_s"], rel=1e-9)
     other = gplace("simulate", model, "--placement", placement, "--cluster", "hdp-8gpu")
-    assert other.returncode == 0 and "was placed on hetero; simulating it on hdp-8gpu" in \
-        other.stderr
+    assert other.returncode == 0 and "was placed on cluster 'hetero', whose devices, links or " \
+        "memory differ from hdp-8gpu's; simulating it on hdp-8gpu" in other.stderr
     none = gplace("simulate", model, "--random", "1")
     assert none.returncode == 2 and "--cluster" in none.stderr
+
+
+def test_simulate_uses_the_cluster_as_it_was_placed_on(tmp_path):
+    """placement.json records the cluster's devices, links and memory limits: a YAML named like
+    a preset, with a slower link, is simulated as placed, not as the preset."""
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    model = root / "gplace" / "examples" / "small_resnet.pb"
+    text = (root / "gplace" / "clusters" / "post-2gpu.yaml").read_text()
+    slow = tmp_path / "mine.yaml"
+    slow.write_text(text.replace("default_link: {bandwidth: 12.0e9", "default_link: {bandwidth: 1.0e8"))
+    placed = gplace("place", model, "--cluster", slow, "--memory-limit", "gpu0=3GB",
+                    "--polish", "0", "--out", tmp_path / "out", "--json")
+    assert placed.returncode == 0, placed.stderr
+    placement = tmp_path / "out" / "placement.json"
+    caps = {d["name"]: d["memory_bytes"] for d in json.loads(placement.read_text())["cluster"][
+        "devices"]}
+    assert caps["gpu0"] == 3 * 10**9 and caps["gpu1"] == 12 * 10**9
+    same = gplace("simulate", model, "--placement", placement, "--json")
+    assert same.returncode == 0, same.stderr
+    assert json.loads(same.stdout)["step_time_s"] == pytest.approx(
+        json.loads(placed.stdout)["step_time_s"], rel=1e-9)
+    preset = gplace("simulate", model, "--placement", placement, "--cluster", "post-2gpu",
+                    "--json")
+    assert json.loads(preset.stdout)["step_time_s"] != pytest.approx(
+        json.loads(placed.stdout)["step_time_s"], rel=1e-3)
