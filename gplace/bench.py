@@ -12,6 +12,7 @@ import io
 import json
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,7 +98,8 @@ def summarize(runs: list[Run], meta: dict) -> list[dict]:
             t = np.array([r.step_time_s for r in rs])
             rows.append({
                 "graph": g, "cluster": c, "method": method,
-                "mean_step_time_s": float(t.mean()), "std_step_time_s": float(t.std()),
+                "mean_step_time_s": float(t.mean()),  # inf (null in JSON): a seed found none
+                "std_step_time_s": float(t.std()) if np.isfinite(t).all() else np.inf,
                 "seeds": len(rs), "feasible": sum(r.feasible for r in rs),
                 "vs_best_heuristic": float(t.mean() / best_heur) if heur else None,
                 "vs_lower_bound": float(t.mean() / meta[(g, c)]["lower_bound_s"]),
@@ -178,49 +180,61 @@ def plot_curves(out: Path, runs: list[Run], meta: dict) -> list[Path]:
     import matplotlib.pyplot as plt
     paths = []
     for g, c in sorted({(r.graph, r.cluster) for r in runs}):
-        fig, ax = plt.subplots(figsize=(9, 5))
-        mine = [r for r in runs if (r.graph, r.cluster) == (g, c)]
-        methods = list(dict.fromkeys(r.method for r in mine))
-        sampled = [m for m in methods if m not in HEURISTICS]
-        colors = {**dict(zip(sampled, plt.get_cmap("tab10").colors)),
-                  **dict(zip([m for m in methods if m in HEURISTICS],
-                             plt.get_cmap("Dark2").colors))}
-        finals = []
-        for method in methods:
-            rs = [r for r in mine if r.method == method]
-            if rs[0].samples == 0:
-                t = rs[0].step_time_s * 1e3
-                ax.axhline(t, ls=(0, (1, 2)), lw=1.5, color=colors[method],
-                           label=f"{method} (heuristic) {t:.4g}")
-                finals.append(t)
-                continue
-            n = min(len(r.curve) for r in rs)
-            finite = np.stack([r.curve[:n] for r in rs]) * 1e3
-            finite = np.where(np.isfinite(finite), finite, np.nan)
-            x = np.arange(1, n + 1)
-            mean = np.nanmean(finite, 0)
-            ax.plot(x, mean, color=colors[method], lw=1.6, label=f"{method} {mean[-1]:.4g}")
-            ax.fill_between(x, np.nanmin(finite, 0), np.nanmax(finite, 0), color=colors[method],
-                            alpha=0.15, lw=0)
-            finals.append(mean[-1])
-        bound = meta.get((g, c), {}).get("lower_bound_s")
-        if bound:
-            ax.axhline(bound * 1e3, ls="--", lw=1, color="black",
-                       label=f"lower bound {bound * 1e3:.4g}")
-        single = [r.step_time_s * 1e3 for r in mine if r.method == "single"]
-        top = max(single + [np.nanmedian(finals)]) * 1.3 if finals else None
-        bottom = (bound * 1e3 if bound else np.nanmin(finals)) * 0.9
-        if top and np.isfinite(top) and top > bottom:
-            ax.set_ylim(bottom, top)
-        ax.set(xlabel="evaluated placements (samples)",
-               ylabel="best step time so far (ms, simulated estimate)",
-               title=f"{g} on {c}: mean over seeds, band = min..max")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0),
-                  title="final (ms)", title_fontsize=8)
-        path = out / f"curve_{g}_{c}.png"
-        atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"),
-                     binary=True)
-        plt.close(fig)
-        paths.append(path)
+        with warnings.catch_warnings():  # a column where no seed fits yet is NaN, not a warning
+            warnings.simplefilter("ignore", RuntimeWarning)
+            paths.append(_plot_curve(out, runs, meta, g, c, plt))
     return paths
+
+
+def _file_part(name: str) -> str:
+    """A graph or cluster name as one part of a file name: a path's stem ("yaml/x.yaml": x)."""
+    return Path(name).stem if "/" in name or name.endswith((".yaml", ".yml")) else name
+
+
+def _plot_curve(out: Path, runs: list[Run], meta: dict, g: str, c: str, plt) -> Path:
+    """One (graph, cluster)'s PNG for :func:`plot_curves`."""
+    fig, ax = plt.subplots(figsize=(9, 5))
+    mine = [r for r in runs if (r.graph, r.cluster) == (g, c)]
+    methods = list(dict.fromkeys(r.method for r in mine))
+    sampled = [m for m in methods if m not in HEURISTICS]
+    colors = {**dict(zip(sampled, plt.get_cmap("tab10").colors)),
+              **dict(zip([m for m in methods if m in HEURISTICS],
+                         plt.get_cmap("Dark2").colors))}
+    finals = []
+    for method in methods:
+        rs = [r for r in mine if r.method == method]
+        if rs[0].samples == 0:
+            t = rs[0].step_time_s * 1e3
+            ax.axhline(t, ls=(0, (1, 2)), lw=1.5, color=colors[method],
+                       label=f"{method} (heuristic) {t:.4g}")
+            finals.append(t)
+            continue
+        n = min(len(r.curve) for r in rs)
+        finite = np.stack([r.curve[:n] for r in rs]) * 1e3
+        finite = np.where(np.isfinite(finite), finite, np.nan)
+        x = np.arange(1, n + 1)
+        mean = np.nanmean(finite, 0)
+        ax.plot(x, mean, color=colors[method], lw=1.6, label=f"{method} {mean[-1]:.4g}")
+        ax.fill_between(x, np.nanmin(finite, 0), np.nanmax(finite, 0), color=colors[method],
+                        alpha=0.15, lw=0)
+        finals.append(mean[-1])
+    bound = meta.get((g, c), {}).get("lower_bound_s")
+    if bound:
+        ax.axhline(bound * 1e3, ls="--", lw=1, color="black",
+                   label=f"lower bound {bound * 1e3:.4g}")
+    single = [r.step_time_s * 1e3 for r in mine if r.method == "single"]
+    top = max(single + [np.nanmedian(finals)]) * 1.3 if finals else None
+    bottom = (bound * 1e3 if bound else np.nanmin(finals)) * 0.9
+    if top and np.isfinite(top) and top > bottom:
+        ax.set_ylim(bottom, top)
+    ax.set(xlabel="evaluated placements (samples)",
+           ylabel="best step time so far (ms, simulated estimate)",
+           title=f"{g} on {c}: mean over seeds, band = min..max")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+              title="final (ms)", title_fontsize=8)
+    path = out / f"curve_{_file_part(g)}_{_file_part(c)}.png"
+    atomic_write(path, lambda f: fig.savefig(f, format="png", dpi=110, bbox_inches="tight"),
+                 binary=True)
+    plt.close(fig)
+    return path

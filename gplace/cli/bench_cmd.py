@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from gplace.cli import checks
+from gplace.io import plain_json
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -34,10 +34,13 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from gplace.errors import ConfigError
-    methods = tuple(dict.fromkeys(m.strip() for m in args.methods.split(",") if m.strip()))
-    if not methods:
+    names = [m.strip() for m in args.methods.split(",")]
+    if not any(names):
         raise ConfigError(f"--methods {args.methods!r} names no method; give comma-separated "
                           f"placer names such as post,random,hill,single")
+    if not all(names):
+        raise ConfigError(f"--methods {args.methods!r} has an empty name between its commas")
+    methods = tuple(dict.fromkeys(names))
     for graph in args.graphs:
         checks.model_path(graph)
     for cluster in args.cluster:
@@ -51,7 +54,7 @@ def run(args) -> int:
     rows = summarize(runs, meta)
     files = write_outputs(Path(args.out), runs, rows, cfg, meta)
     if args.json:
-        print(json.dumps({"budget": cfg.budget, "seeds": cfg.seeds, "results": rows}))
+        print(plain_json({"budget": cfg.budget, "seeds": cfg.seeds, "results": rows}))
     else:
         print(markdown_table(rows))
         print("wrote " + ", ".join(str(f) for f in files))

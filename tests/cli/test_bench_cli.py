@@ -32,3 +32,22 @@ def test_bench_unknown_method_is_one_line(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip() .startswith("gplace bench: error: unknown placer 'nope'; choose")
     assert "Traceback" not in proc.stderr
+
+
+def test_bench_on_a_cluster_file_where_nothing_fits(tmp_path):
+    """A cluster given as a YAML path names its curve by the file's stem (not a subfolder), and
+    curves where no seed has a feasible placement draw without numpy's warnings."""
+    text = (EXAMPLE.parents[1] / "clusters" / "post-2gpu.yaml").read_text()
+    (tmp_path / "yaml").mkdir()
+    small = tmp_path / "yaml" / "small.yaml"
+    small.write_text(text.replace("memory_bytes: 12000000000", "memory_bytes: 1000000")
+                     .replace("memory_bytes: 128000000000", "memory_bytes: 1000000"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gplace", "bench", "--graphs", str(EXAMPLE), "--cluster",
+         str(small), "--methods", "random,single", "--budget", "5", "--seeds", "2",
+         "--out", str(tmp_path / "out"), "--json"], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr, proc.stderr
+    rows = json.loads(proc.stdout)["results"]  # standard JSON: no Infinity or NaN
+    assert all(r["mean_step_time_s"] is None for r in rows)
+    assert (tmp_path / "out" / "curve_small_resnet_small.png").is_file()

@@ -312,6 +312,10 @@ CASES: dict[str, Case] = {
     "bench methods ,": Case(["bench", "--graphs", "{tiny.npz}", "--methods", ",", "--out",
                              "{tmp}/bench-out"], ("--methods ',' names no method",),
                             ("{tmp}/bench-out",)),
+    "bench methods with an empty name": Case(
+        ["bench", "--graphs", "{tiny.npz}", "--methods", "random,,hill", "--out",
+         "{tmp}/bench-out"], ("--methods 'random,,hill' has an empty name between its commas",),
+        ("{tmp}/bench-out",)),
     "bench budget 0": Case(["bench", "--graphs", "{tiny.npz}", "--budget", "0"],
                            ("--budget: 0 is out of range",)),
     "unknown option": Case(["place", "{tiny.pbtxt}", "--finetnue", "3"],
