@@ -27,8 +27,9 @@ step time T, unit u on device d, ``w[u, d]`` the time of u's ops on d and ``L_d`
 
 ``bound_s`` holds for every placement that fits in memory (the placements a placer returns);
 ``any_placement_s`` is the same without the memory argument and holds for every placement.
-Floats: the new terms are reduced by a relative 1e-9 so that a different summation order in the
-simulator cannot put a step time a rounding error under them. tests/sim/test_bounds.py checks
+Floats: every bound is reduced by a relative 1e-9 so that a different summation order in the
+simulator cannot put a step time a rounding error under it (``critical_path_s`` and ``work_s``
+are reported as summed). tests/sim/test_bounds.py checks
 both against simulated placements of random DAGs and corpus graphs.
 """
 
@@ -41,7 +42,7 @@ import numpy as np
 from gplace.cost import transfer_repeats
 from gplace.problem import PlacementProblem
 
-SAFETY = 1e-9       # relative margin of the new terms against float summation order
+SAFETY = 1e-9       # relative margin of every bound against float summation order
 SEARCH_STEPS = 14   # certification attempts of the packing search (each: one ascent)
 ASCENT_STEPS = 120  # exponentiated-gradient steps per ascent
 
@@ -50,7 +51,8 @@ class LowerBound(NamedTuple):
     bound_s: float           # the tightest below; holds for placements that fit in memory
     critical_path_s: float
     work_s: float            # best-device work / total lanes
-    simple_s: float = 0.0    # max(critical path, work): the bound before the terms below
+    simple_s: float = 0.0    # max(critical path, work) (less SAFETY): the bound before the
+                             # terms below
     path_s: float = 0.0      # critical path with atomic units and each edge's transfer
     unit_s: float = 0.0      # atomic units: max over units of the best device's requirement
     packing_s: float = 0.0   # atomic units x weighted device loads, restricted as unit_s
@@ -67,7 +69,7 @@ def lower_bound(problem: PlacementProblem) -> LowerBound:
     critical = float((_top_levels(problem, best) + best).max())
     lanes = np.array([d.lanes for d in problem.cluster.devices], np.float64)
     work = float(best.sum() / lanes.sum())
-    simple = max(critical, work)
+    simple = max(critical, work) * (1 - SAFETY)  # numpy sums pairwise, the simulator in turn
     fits = memory_ok(problem)
     tight = _atomic_bounds(problem, fits, simple)
     free = tight if fits.all() else _atomic_bounds(problem, np.ones_like(fits), simple)
