@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -247,10 +247,14 @@ def cost_model_for(source) -> CostModel:
     """The one cost rule of every entry point (place, bench, the studies): the measured profile
     that sits beside a model file (``<name>.profile.json.gz``, as ``datasets/`` writes them)
     for the devices of its kind, roofline estimates elsewhere (``OpCosts.estimated`` says
-    which). A source that is not a path gets estimates only."""
+    which). The profile applies to the graph imported from that file under whatever name the
+    profile recorded (a graph and its profile copied under a new name keep their costs); its op
+    names still decide which ops it covers. A source that is not a path gets estimates only."""
     model = CostModel()
     if isinstance(source, (str, os.PathLike)):
         profile = profile_path_for(source)
         if profile.is_file():
-            model.add_profile(CostProfile.load(profile))
+            path = Path(source)
+            name = path.name if path.is_dir() else path.name.split(".")[0]  # load_graph's name
+            model.add_profile(replace(CostProfile.load(profile), graph=name))
     return model

@@ -113,3 +113,25 @@ def test_a_saved_cost_model_with_impossible_times_is_one_config_error(tmp_path):
     path.write_bytes(gzip.compress(json.dumps(record).encode()))
     with pytest.raises(ConfigError, match="finite seconds"):
         CostModel.load(path)
+
+
+def test_a_graph_and_its_profile_renamed_together_keep_their_costs(tmp_path):
+    """The profile beside a file applies to the graph imported from it, whatever name the
+    profile recorded: a looped corpus graph copied as my_rnn keeps its measured times and its
+    loops' run counts (before, both were dropped and the placement changed tenfold)."""
+    import shutil
+    from pathlib import Path
+    import gplace
+    from gplace.cost import cost_model_for
+    corpus = Path(__file__).resolve().parents[1] / "datasets" / "corpus"
+    for suffix in (".pb", ".profile.json.gz"):
+        shutil.copy(corpus / f"rnn_loop_02{suffix}", tmp_path / f"my_rnn{suffix}")
+    cluster = load_cluster("local-procs")  # CPU processes: the profile's kind
+    original = cost_model_for(corpus / "rnn_loop_02.pb").costs(
+        gplace.load_graph(corpus / "rnn_loop_02.pb"), cluster)
+    renamed = cost_model_for(tmp_path / "my_rnn.pb").costs(
+        gplace.load_graph(tmp_path / "my_rnn.pb"), cluster)
+    assert renamed.runs is not None and renamed.runs.max() > 1
+    assert np.array_equal(renamed.runs, original.runs)
+    assert np.array_equal(renamed.time_s, original.time_s)
+    assert np.array_equal(renamed.measured, original.measured) and renamed.measured.any()

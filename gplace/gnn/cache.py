@@ -5,7 +5,8 @@ description of the problem: the cluster's fields with every float written to 6 s
 digits, whether the costs are measured, and the graph's size. A float's last bits differ
 between numpy builds (a random cluster's draws end in ``np.exp``), so a key that hashed
 ``repr(cluster)`` missed on another machine; rounded, the same problem has the same key
-everywhere.
+everywhere. The key does not say which op costs: :func:`drop_stale` deletes a graph's cached
+seeds and experts when its file or its profile changed since they were cached.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Callable
 
 from gplace.cluster import Cluster
 from gplace.graph import OpGraph
-from gplace.io import cached_array
+from gplace.io import atomic_write_text, cached_array
 from gplace.problem import PlacementProblem
 
 KEY_SCHEME = 2  # part of every key: bump when the description below changes
@@ -83,3 +85,35 @@ def placements_of(units: int, devices: int) -> Callable[[object], bool]:
         return (rows.ndim == 2 and rows.shape[1] == units and np.issubdtype(rows.dtype, np.integer)
                 and (rows.size == 0 or (int(rows.min()) >= 0 and int(rows.max()) < devices)))
     return valid
+
+
+def drop_stale(entries) -> int:
+    """For each corpus graph (gplace.gnn.corpus.CorpusGraph): when the SHA-256 of its file
+    (a SavedModel's saved_model.pb) and of its profile differ from the stamp recorded beside
+    the cache, deletes its cached seeds and experts (``{name}-*.npy``, whose names say which
+    problem but not which costs), then records the new stamp. Returns how many files went.
+    A graph without a stamp (first run, a restored archive) keeps what is cached."""
+    dropped = 0
+    for entry in entries:
+        stamp_file = cache_dir(entry.path, "stamps") / f"{entry.name}.txt"
+        files = [Path(entry.path) / "saved_model.pb" if Path(entry.path).is_dir()
+                 else Path(entry.path)] + ([Path(entry.profile)] if entry.profile else [])
+        quick = " ".join(f"{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in files)
+        try:
+            before = stamp_file.read_text().split("\n")
+        except OSError:
+            before = None
+        if before and before[0] == quick:
+            continue  # same sizes and times as when stamped: not read again
+        digest = hashlib.sha256()
+        for f in files:
+            digest.update(hashlib.sha256(f.read_bytes()).digest())
+        if before and len(before) > 1 and before[1] != digest.hexdigest():
+            for kind in ("seeds", "experts"):
+                for old in cache_dir(entry.path, kind).glob(f"{entry.name}-*.npy"):
+                    if re.fullmatch(r"[0-9a-f]{16}", old.name[len(entry.name) + 1:][:16]) \
+                            and old.name[len(entry.name) + 17:len(entry.name) + 18] in "-.":
+                        old.unlink(missing_ok=True)
+                        dropped += 1
+        atomic_write_text(stamp_file, f"{quick}\n{digest.hexdigest()}")
+    return dropped

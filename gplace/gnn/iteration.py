@@ -103,7 +103,9 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
                    log=sys.stderr) -> None:
     """Lists the corpus (ConfigError: unreadable manifest, no graph that imports), says which
     graphs are skipped because they do not import, and restores the experts archive
-    (``restore``, else the corpus folder's ``experts.npz``) into the cache."""
+    (``restore``, else the corpus folder's ``experts.npz``) into the cache, where it drops
+    what graphs or profiles changed since (gplace.gnn.cache.drop_stale)."""
+    from gplace.gnn.cache import drop_stale
     from gplace.gnn.corpus import describe, importable, list_corpus
     from gplace.gnn.experts import corpus_archive, restore_archive
     entries = list_corpus(cfg.corpus)
@@ -125,6 +127,10 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
         w, p, f = restore_archive(entries, archive)
         print(f"pretrain: restored {w} experts from {archive} ({p} already cached, {f} of "
               f"other graphs)", file=log, flush=True)
+    dropped = drop_stale(kept)
+    if dropped:
+        print(f"pretrain: dropped {dropped} cached seed and expert files of graphs or profiles "
+              f"that changed since they were cached", file=log, flush=True)
 
 
 def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,

@@ -64,3 +64,30 @@ def test_every_committed_expert_is_found_by_its_problem_key():
     with np.load(corpus_archive(cfg.corpus)) as z:
         members = {EXPERT_FILE.match(n).group(1, 2) for n in z.files}
     assert members == problems and len(problems) == 595
+
+
+def test_a_graph_whose_profile_changed_loses_its_cached_seeds_and_experts(tmp_path):
+    """The keys name the problem, not its costs: drop_stale deletes a graph's cached files
+    once its profile (or file) changed since the stamp, and nobody else's."""
+    import os
+    from gplace.gnn.cache import cache_dir, drop_stale
+    from gplace.gnn.corpus import list_corpus
+    for name in ("a", "a-b"):
+        (tmp_path / f"{name}.pb").write_bytes(b"graph " + name.encode())
+        (tmp_path / f"{name}.profile.json.gz").write_bytes(b"profile")
+    entries = list_corpus(tmp_path)
+    cached = []
+    for name in ("a", "a-b"):
+        for kind, tail in (("seeds", ".npy"), ("experts", "-v3-b400-s0.npy")):
+            path = cache_dir(tmp_path / "a.pb", kind) / f"{name}-{'0123456789abcdef'}{tail}"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"x")
+            cached.append(path)
+    assert drop_stale(entries) == 0 and all(p.exists() for p in cached)  # first stamp
+    assert drop_stale(entries) == 0  # unchanged
+    profile = tmp_path / "a.profile.json.gz"
+    profile.write_bytes(b"PROFILE")
+    os.utime(profile, ns=(1, 1))
+    assert drop_stale(entries) == 2
+    assert [p.exists() for p in cached] == [False, False, True, True]
+    assert drop_stale(entries) == 0
