@@ -115,7 +115,8 @@ class PretrainConfig:
     seed: int = 0                  # problems, rollouts and expert searches; 0 <= seed < 2**32
     max_graph_ops: int = 14_000    # skip larger graphs: a step on NASNet (26k ops) costs ~5x
                                    # one on ResNet-50
-    threads: int = 1               # torch intra-op threads per process
+    threads: int = 1               # torch intra-op threads per process; the weights depend on
+    #                                it (float sums in another order): same count, same weights
     expert_budget: int = 400       # samples of each training problem's expert search, whose
                                    # result joins its elite set (gplace.gnn.experts); 0: none
     expert_from: str | None = None # the first round's expert searches start from this policy

@@ -1,6 +1,7 @@
-"""The Lightning side of a pretraining run (gplace.gnn.pretrain): the EMA callback, the best
-validation checkpoint's weights, a Lightning checkpoint exported as a policy file that
-``gplace.load`` reads, and Lightning's advertisement kept out of the output."""
+"""The Lightning side of a pretraining run (gplace.gnn.pretrain): the EMA callback, the
+checkpoint to resume from, the best validation checkpoint's weights, a Lightning checkpoint
+exported as a policy file that ``gplace.load`` reads, and Lightning's advertisement kept out of
+the output."""
 
 from __future__ import annotations
 
@@ -19,6 +20,25 @@ def averaging(cfg: PretrainConfig) -> list:
     if cfg.ema_decay <= 0:
         return []
     return [L.pytorch.callbacks.EMAWeightAveraging(decay=cfg.ema_decay)]
+
+
+class ResumeCheckpoint(L.pytorch.callbacks.ModelCheckpoint):
+    """``last.ckpt`` every ``every`` optimizer steps, except that a step followed by a
+    validation is saved after the validation and the best-checkpoint callback listed before
+    this one: Lightning's own rule saves before the validation, so a run stopped during it
+    resumed past it, and that step's validation (perhaps the best) was never run."""
+
+    def __init__(self, dirpath: Path, every: int, validation_every: int):
+        super().__init__(dirpath=dirpath, save_last=True, every_n_train_steps=every)
+        self._validation_every = validation_every
+
+    def on_train_batch_end(self, trainer, pl_module, *args, **kwargs) -> None:
+        if trainer.global_step % self._validation_every:
+            super().on_train_batch_end(trainer, pl_module, *args, **kwargs)
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        if not self._should_skip_saving_checkpoint(trainer):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
 
 def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:

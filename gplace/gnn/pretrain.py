@@ -26,7 +26,7 @@ import sys
 import time
 import warnings
 import weakref
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import Path
 
@@ -45,7 +45,8 @@ from gplace.gnn.cache import cached, placements_of, problem_key
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name, search_expert
 from gplace.gnn.infer import policy_weights
 from gplace.gnn.learn import ProblemState, loss, sample
-from gplace.gnn.lightning_io import averaging, quiet_lightning_tips, select_best
+from gplace.gnn.lightning_io import (ResumeCheckpoint, averaging, quiet_lightning_tips,
+                                     select_best)
 from gplace.gnn.policy import GNNPolicy
 from gplace.gnn.random_clusters import random_cluster
 from gplace.gnn.schedule import build_sched
@@ -92,7 +93,7 @@ def build_state(entry: CorpusGraph, cluster: Cluster, elite_size: int, expert_bu
     graph = graph if graph is not None else load_corpus_graph(entry)
     model = CostModel()
     if entry.profile is not None:
-        model.add_profile(CostProfile.load(entry.profile))
+        model.add_profile(replace(CostProfile.load(entry.profile), graph=entry.name))
     problem = PlacementProblem.build(graph, cluster, model)
     measurer = SimMeasurer(problem)
     key = problem_key(problem, entry.profile is not None)
@@ -333,6 +334,9 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
     # Manual optimization: Lightning counts optimizer steps, ppo_epochs of them per batch.
     per_batch = cfg.learn.ppo_epochs
     quiet_lightning_tips()
+    best = L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, filename="best-{step}",
+                                               monitor=VAL_METRICS[cfg.validate], mode="min",
+                                               save_top_k=1)
     trainer = L.Trainer(
         max_steps=cfg.max_steps * per_batch, accelerator="cpu", devices=devices, num_nodes=num_nodes,
         # the experts' searches run between the processes' start and the first barrier
@@ -342,12 +346,8 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         num_sanity_val_steps=0, log_every_n_steps=1, enable_progress_bar=progress,
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
-        callbacks=averaging(cfg) + list(callbacks) + [
-                   L.pytorch.callbacks.ModelCheckpoint(dirpath=ckpt_dir, save_last=True,
-                                                       every_n_train_steps=10 * per_batch),
-                   L.pytorch.callbacks.ModelCheckpoint(
-                       dirpath=ckpt_dir, filename="best-{step}",
-                       monitor=VAL_METRICS[cfg.validate], mode="min", save_top_k=1)],
+        callbacks=averaging(cfg) + list(callbacks) + [best, ResumeCheckpoint(
+            ckpt_dir, every=10 * per_batch, validation_every=cfg.val_every * per_batch)],
         deterministic=True, enable_model_summary=False, default_root_dir=str(log_dir))
     module, data = PretrainModule(cfg), CorpusDataModule(cfg, before_fit)
     start = time.perf_counter()
@@ -367,7 +367,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
                     ckpt_path=str(last) if resume and last.exists() else None)
     if trainer.is_global_zero:
         val = trainer.callback_metrics.get(VAL_METRICS[cfg.validate])
-        selected = select_best(module.policy, trainer.checkpoint_callbacks[-1])
+        selected = select_best(module.policy, best)
         if selected is not None:
             val = selected[1]
         module.policy.save(out, meta={

@@ -109,6 +109,35 @@ def test_resume_is_the_run_it_resumes(corpus, tmp_path):
     assert second and all(int(row.split(",")[1]) >= 10 for row in second)
 
 
+def test_a_run_stopped_during_a_validation_validates_that_step_again(corpus, tmp_path):
+    """Stopped inside the validation after step 10 (a step that also writes last.ckpt), a
+    resumed run validates step 10 again and ends as the uninterrupted run: the same weights,
+    the same best checkpoint. Lightning's rule saved last.ckpt before that validation, and the
+    resumed run went on past it."""
+    import lightning as L
+    from gplace.gnn.policy import GNNPolicy
+
+    class StopInValidation(L.pytorch.Callback):
+        def on_validation_start(self, trainer, pl_module):
+            if trainer.global_step == 20:  # step 10, two PPO epochs each
+                raise KeyboardInterrupt
+
+    whole = run_pretrain(config(corpus, 12), tmp_path / "whole.pt", tmp_path / "a",
+                         progress=False)
+    with pytest.raises(SystemExit):  # Lightning's graceful shutdown on Ctrl-C
+        run_pretrain(config(corpus, 12), tmp_path / "cut.pt", tmp_path / "b", progress=False,
+                     callbacks=[StopInValidation()])
+    resumed = run_pretrain(config(corpus, 12), tmp_path / "resumed.pt", tmp_path / "b",
+                           resume=True, progress=False)
+    (a, meta_a), (b, meta_b) = GNNPolicy.load(whole), GNNPolicy.load(resumed)
+    assert all(torch.equal(a.state_dict()[k], b.state_dict()[k]) for k in a.state_dict())
+    assert meta_a["selected"] == meta_b["selected"]
+    metrics = sorted((tmp_path / "b" / "csv").glob("version_*/metrics.csv"))[-1].read_text()
+    validated = [row.split(",")[1] for row in metrics.splitlines()[1:] if row.endswith(
+        tuple("0123456789"))]  # rows with the validation columns filled; steps count from 0
+    assert "9" in validated, metrics
+
+
 @pytest.mark.slow
 def test_fine_tuning_spends_its_budget_and_never_loses_to_its_seeds(corpus, tmp_path):
     import gplace
