@@ -27,9 +27,11 @@ from gplace.errors import ConfigError
 DEVICE_FIELDS = ("name", "tf_device", "kind", "peak_flops", "mem_bandwidth", "memory_bytes",
                  "launch_overhead_s", "lanes")
 # The cost model picks op costs (and measured profiles) by a device's kind, so a misspelt kind
-# would silently fall back to the default roofline: the YAML must use one of these. "cpu" and
-# "gpu" are the generic kinds (the roofline with the YAML's figures); the others are the kinds
-# of the presets. A new kind of device goes here with its preset.
+# would silently fall back to the default roofline: the YAML must use one of these. "gpu" is the
+# generic kind (the roofline with the YAML's figures). "cpu" is this machine's CPU, the kind
+# `gplace profile` measures: a profile beside the model (<name>.profile.json.gz) gives its op
+# times, whatever the YAML's figures; without one it is the roofline with them too. The others
+# are the kinds of the presets. A new kind of device goes here with its preset.
 DEVICE_KINDS = ("cpu", "gpu", "a100", "epyc", "k40", "k80", "v100", "xeon-e5")
 
 MAX_DEVICES = 256      # the simulator keeps (devices, devices) link tables and channels
@@ -169,6 +171,9 @@ def _check_keys(record: Any, allowed: set[str], where: str) -> dict:
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, (dict, list, str)) and not value:
+        return {dict: "an empty mapping", list: "an empty list", str: "an empty string"}[
+            type(value)]
     return {dict: "a mapping", list: "a list", str: "a string"}.get(type(value),
                                                                   type(value).__name__)
 

@@ -115,6 +115,7 @@ def test_yaml_that_would_give_a_wrong_result_is_refused(tmp_path, change, messag
     (b"a: &a [1, 2]\nname: *a\n", "line 2: aliases are not allowed (*a); write the value out"),
     (b"name: x\ndevices: [\n", "cannot read cluster YAML (line 3: "),
     (b"x" * (4 << 20) + b"\n", "over 4 MiB, too large for a cluster YAML"),
+    (b"name: x\ndevices: []\n", "field 'devices' must be a non-empty list, got an empty list"),
 ])
 def test_unreadable_yaml_says_why(tmp_path, text, message):
     path = tmp_path / "c.yaml"

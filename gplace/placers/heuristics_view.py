@@ -12,10 +12,12 @@ successor's runs for a control-only pair; 1 outside TF1 loops); link contention 
 in HEFT and Baechi's cost model. (Written ``latency * rep + bytes * inv_bw * rep``: with rep 1
 that is the arithmetic without repeats, bit for bit.)
 
-Memory (Baechi's m-* heuristics): a unit needs the parameter bytes of its ops plus every output
-of its ops, all the time. That is conservative (the simulator frees a tensor after its last
-consumer), so a placement these estimates call feasible is feasible in the simulator too, up to
-kernel scratch memory, which the estimate leaves out.
+Memory (Baechi's m-* heuristics, and the learned placer's rollouts): a unit needs the parameter
+bytes of its ops plus every output of its ops, all the time. It is not a bound either way: it
+overstates activations (the simulator frees a tensor after its last consumer: 643 MB for the
+example ResNet against a 65 MB peak on one device) and leaves out the copies a device receives
+from other devices and kernel scratch memory, so a placement it calls feasible can overflow in
+the simulator. The simulator's peak decides; this estimate only steers the search.
 """
 
 from __future__ import annotations
