@@ -40,6 +40,10 @@ class ResumeCheckpoint(L.pytorch.callbacks.ModelCheckpoint):
         if not self._should_skip_saving_checkpoint(trainer):
             self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
 
+    def on_train_end(self, trainer, pl_module) -> None:  # the last step, whatever came before
+        if not self._should_skip_saving_checkpoint(trainer):
+            self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
 
 def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
     """Loads the weights of the best validation checkpoint into ``policy`` (model selection
