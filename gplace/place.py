@@ -20,7 +20,7 @@ from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
-from gplace.problem import PlacementProblem
+from gplace.problem import PlacementProblem, calibrated, estimate_binds
 from gplace.sim import lower_bound
 from gplace.summary import (BestHeuristic, PlaceSummary, cpu_only_warning,
                             left_out_text, loop_caveat, shape_caveat)
@@ -151,10 +151,16 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
+        search, starts = problem, []
+        if estimate_binds(problem):  # memory is tight: steer by the peak, keep the old start
+            search = calibrated(problem)
+            starts = [placer.zero_shot(problem), *_looser_starts(placer, problem, search)]
         bar = _progress_bar(finetune) if progress and finetune else None
-        tuned = placer.place(problem, measurer, finetune,
-                             seeds=[r.placement for r in heuristics.values()],
+        tuned = placer.place(search, measurer, finetune,
+                             seeds=[r.placement for r in heuristics.values()] + starts,
                              progress=bar.update_to if bar else None)
+        if starts:
+            tuned = _faster_zero_shot(tuned, starts, measurer)
         if bar:
             bar.close()
         _say_drift(tuned, log)
@@ -223,6 +229,33 @@ def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceRes
     """The exact placer (gplace.placers.optimal) for ``seconds``, started from ``seeds``."""
     return get_placer("optimal", seed=0, time_limit_s=seconds, workers=workers).place(
         problem, SimMeasurer(problem), 0, seeds=seeds)
+
+
+def _looser_starts(placer, problem: PlacementProblem, search: PlacementProblem) -> list:
+    """Where even the calibrated memory estimate refuses units devices, its placements can
+    overflow (it leaves out received copies): the unpolished zero-shot under a share halfway
+    (geometrically) to the full estimate, a start for the search. None where it fits."""
+    if not estimate_binds(search):
+        return []
+    saved = placer.config
+    placer.config = replace(saved, zero_shot_polish=0)
+    try:
+        return [placer.zero_shot(replace(problem, activation_share=search.activation_share
+                                         ** 0.5))]
+    finally:
+        placer.config = saved
+
+
+def _faster_zero_shot(tuned: PlaceResult, starts: list[np.ndarray], measurer) -> PlaceResult:
+    """``tuned`` whose zero-shot record (placement, step time) is the fastest of its own and
+    ``starts``, the learned placer's zero-shots under the other memory estimates."""
+    m = measurer.measure(np.stack(starts))
+    t = np.where(m.feasible, m.step_time_s, np.inf)
+    k = int(np.argmin(t))
+    if t[k] < tuned.info.get("zero_shot_step_time_s", np.inf):
+        return tuned._replace(info={**tuned.info, "zero_shot_placement": starts[k],
+                                    "zero_shot_step_time_s": float(t[k])})
+    return tuned
 
 
 def _say_drift(tuned: PlaceResult, log) -> None:

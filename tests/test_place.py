@@ -102,6 +102,31 @@ def test_optimal_runs_when_nothing_else_fits(checkpoint, monkeypatch):
     assert found["seeds"] == 1 + len(r.heuristics) and r.exact.info["status"] == "feasible"
 
 
+def test_under_tight_memory_the_search_keeps_the_full_estimates_zero_shot_as_a_start(
+        checkpoint, monkeypatch):
+    """Where the full memory estimate refuses units devices, the search runs on the calibrated
+    one (gplace.problem.calibrated) with the full estimate's zero-shot among its starts: never
+    slower than it, and what it returns fits."""
+    import gplace.place as place_module
+    from gplace.sim import FastSimulator
+    starts = {}
+    real = place_module.calibrated
+
+    def spy(problem):
+        starts["problem"] = problem
+        return real(problem)
+    monkeypatch.setattr(place_module, "calibrated", spy)
+    r = place_module.place(EXAMPLE, cluster="post-4gpu", checkpoint=checkpoint,
+                           memory_limit="gpu0=40MB,gpu1=40MB,gpu2=40MB,gpu3=40MB",
+                           progress=False)
+    import gplace
+    full = gplace.load(checkpoint).zero_shot(starts["problem"])
+    sim = FastSimulator(r.problem)
+    first = sim.run(full)
+    assert not sim.run(r.unit_placement).oom
+    assert first.oom or r.step_time_s <= first.step_time_s
+
+
 def test_memory_limit_per_device_is_respected(checkpoint):
     from gplace.place import place
     r = place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, memory_limit="gpu0=1MB",

@@ -13,11 +13,13 @@ in HEFT and Baechi's cost model. (Written ``latency * rep + bytes * inv_bw * rep
 that is the arithmetic without repeats, bit for bit.)
 
 Memory (Baechi's m-* heuristics, and the learned placer's rollouts): a unit needs the parameter
-bytes of its ops plus every output of its ops, all the time. It is not a bound either way: it
-overstates activations (the simulator frees a tensor after its last consumer: 643 MB for the
-example ResNet against a 65 MB peak on one device) and leaves out the copies a device receives
-from other devices and kernel scratch memory, so a placement it calls feasible can overflow in
-the simulator. The simulator's peak decides; this estimate only steers the search.
+bytes of its ops plus every output of its ops (``PlacementProblem.activation_share`` of them;
+all by default), all the time. It is not a bound either way: in full it overstates activations
+(the simulator frees a tensor after its last consumer: 643 MB for the example ResNet against a
+65 MB peak on one device; gplace.problem.calibrated scales them to that peak), and it leaves
+out the copies a device receives from other devices and kernel scratch memory, so a placement
+it calls feasible can overflow in the simulator. The simulator's peak decides; this estimate
+only steers the search.
 """
 
 from __future__ import annotations
@@ -81,7 +83,8 @@ def _build_view(problem: PlacementProblem) -> OpView:
     position[order] = np.arange(n)
     links = problem.cluster.link_table()
     inv_bw = 1.0 / links.bandwidth   # inf on the diagonal -> 0
-    need = problem.graph.param_bytes.astype(float) + problem.costs.output_bytes.astype(float)
+    need = problem.graph.param_bytes.astype(float) + \
+        problem.activation_share * problem.costs.output_bytes.astype(float)
     return OpView(
         order=order, position=position,
         **_csr("pred", p_dst, p_src, pair_bytes, pair_rep, n),

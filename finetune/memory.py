@@ -1,0 +1,198 @@
+"""Tight memory: `gplace place` when the GPUs cannot hold the model one by one.
+
+    nice .venv/bin/python -m finetune.memory              # runs what is missing, then the page
+    .venv/bin/python -m finetune.memory --page-only       # the page from the records alone
+
+Each graph of GRAPHS on post-4gpu with every GPU's memory cut to FRACTIONS of the graph's
+simulated peak on one GPU (the CPU keeps its 128 GB), placed by ``gplace.place.place`` with
+FINETUNE samples, two arms:
+
+* ``calibrated``: `gplace place` as it is: where the list schedulers' unit memory estimate
+  (parameters plus every output, gplace.placers.heuristics_view) refuses units devices, the
+  search steers by the estimate scaled to the simulated peak (gplace.problem.calibrated), with
+  the full estimate's zero-shot among its starts;
+* ``full estimate``: the same with that step switched off (``estimate_binds`` answers no), as
+  `gplace place` placed before it.
+
+Both arms get the same cheap heuristics, seed 0. Records go to finetune/memory.jsonl (one per
+case, arm and budget), the page to finetune/MEMORY.md. Every step time is simulated (roofline
+costs on the GPUs, the graph's measured profile on the CPU where it has one).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = ROOT / "finetune" / "memory.jsonl"
+PAGE = ROOT / "finetune" / "MEMORY.md"
+GRAPHS = ("small_resnet", "mlp_3x1024_b256", "vgg16_b8_64", "transformer_2l_d256", "nmt_2l",
+          "wide_deep_8x100k", "bert_4l_d256", "xception_b8_96", "resnet_gen_14",
+          "inception_v3_b8_96")
+FRACTIONS = (0.5, 0.3)
+FINETUNE = (0, 100)
+ARMS = ("full estimate", "calibrated")
+
+
+def graph_path(name: str) -> Path:
+    if name == "small_resnet":
+        return ROOT / "gplace" / "examples" / "small_resnet.pb"
+    return ROOT / "datasets" / "corpus" / f"{name}.pb"
+
+
+def tight_cluster(name: str, fraction: float):
+    """post-4gpu with every GPU holding ``fraction`` of the graph's peak on one GPU."""
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.cost import cost_model_for
+    from gplace.problem import PlacementProblem
+    from gplace.sim import FastSimulator
+    base = load_cluster("post-4gpu")
+    problem = PlacementProblem.build(gplace.load_graph(graph_path(name)), base,
+                                     cost_model_for(graph_path(name)))
+    gpu = base.device_index("gpu0")
+    peak = FastSimulator(problem).run(np.full(problem.num_units, gpu)).peak_bytes[gpu]
+    cap = int(fraction * peak)
+    return replace(base, name=f"post-4gpu-{fraction:g}peak", devices=tuple(
+        d if d.name == "cpu" else replace(d, memory_bytes=cap) for d in base.devices)), cap
+
+
+def run_case(name: str, fraction: float, finetune: int, arm: str) -> dict:
+    import gplace.place as place_module
+    from gplace.errors import GplaceError
+    cluster, cap = tight_cluster(name, fraction)
+    binds = place_module.estimate_binds
+    if arm == "full estimate":
+        place_module.estimate_binds = lambda problem: False
+    start = time.perf_counter()
+    try:
+        r = place_module.place(str(graph_path(name)), cluster=cluster, finetune=finetune,
+                               progress=False, log=io.StringIO())
+        result = {"step_time_s": r.step_time_s, "chosen": r.summary.chosen,
+                  "zero_shot_s": r.summary.zero_shot_step_time_s,
+                  "best_heuristic_s": r.summary.best_heuristic.step_time_s}
+    except GplaceError as e:
+        result = {"step_time_s": None, "error": str(e)[:200]}
+    finally:
+        place_module.estimate_binds = binds
+    return {"graph": name, "fraction": fraction, "gpu_bytes": cap, "finetune": finetune,
+            "arm": arm, **result, "wall_s": round(time.perf_counter() - start, 1),
+            "commit": _commit()}
+
+
+def _commit() -> str:
+    import subprocess
+    out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                         capture_output=True)
+    return out.stdout.strip() or "unknown"
+
+
+def load_records() -> list[dict]:
+    if not RECORDS.exists():
+        return []
+    return [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+
+
+def key(r: dict) -> tuple:
+    return r["graph"], r["fraction"], r["finetune"], r["arm"]
+
+
+def run(log) -> None:
+    done = {key(r) for r in load_records()}
+    for fraction in FRACTIONS:
+        for finetune in FINETUNE:
+            for name in GRAPHS:
+                for arm in ARMS:
+                    if (name, fraction, finetune, arm) in done:
+                        continue
+                    record = run_case(name, fraction, finetune, arm)
+                    with RECORDS.open("a") as f:
+                        f.write(json.dumps(record) + "\n")
+                    print(f"memory: {name} {fraction:g} ft {finetune} {arm}: "
+                          f"{_ms(record['step_time_s'])} ({record['wall_s']} s)", file=log,
+                          flush=True)
+
+
+def _ms(t) -> str:
+    return "none fits" if t is None else f"{t * 1e3:.2f} ms"
+
+
+def page(records: list[dict]) -> str:
+    by = {key(r): r for r in records}
+    lines = [
+        "# Tight memory",
+        "",
+        "`gplace place` on post-4gpu with every GPU's memory cut to a fraction of the graph's",
+        "simulated peak on one GPU (the CPU keeps its 128 GB): the search as it is",
+        "(**calibrated**: where the list schedulers' unit memory estimate, parameters plus every",
+        "output all the time, refuses units devices, it steers by that estimate scaled to the",
+        "simulated peak, with the full estimate's zero-shot among its starts) against the same",
+        "with that step off (**full estimate**, `gplace place` before it). Seed 0. **Every step",
+        "time is simulated** (estimates). Rebuilt by `nice .venv/bin/python -m finetune.memory`",
+        f"(records in finetune/memory.jsonl, code at commit {_commits(records)}).",
+        "",
+        "| GPU memory / peak | samples | cases | calibrated / full estimate (geomean) | faster | "
+        "slower | none fits (full, calibrated) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for fraction in FRACTIONS:
+        for finetune in FINETUNE:
+            pairs = [(by.get((g, fraction, finetune, ARMS[0])),
+                      by.get((g, fraction, finetune, ARMS[1]))) for g in GRAPHS]
+            pairs = [(a, b) for a, b in pairs if a and b]
+            both = [(a["step_time_s"], b["step_time_s"]) for a, b in pairs
+                    if a["step_time_s"] and b["step_time_s"]]
+            ratio = np.exp(np.mean([np.log(b / a) for a, b in both])) if both else float("nan")
+            lines.append(
+                f"| {fraction:g} | {finetune} | {len(pairs)} | {ratio:.3f} | "
+                f"{sum(b < a * (1 - 1e-9) for a, b in both)} | "
+                f"{sum(b > a * (1 + 1e-9) for a, b in both)} | "
+                f"{sum(a['step_time_s'] is None for a, _ in pairs)}, "
+                f"{sum(b['step_time_s'] is None for _, b in pairs)} |")
+    lines += ["", "## Per case", "",
+              "| graph | GPU memory / peak | GPU MB | samples | full estimate ms (chosen) | "
+              "calibrated ms (chosen) | ratio | wall s (full, calibrated) |",
+              "|---|---|---|---|---|---|---|---|"]
+    for fraction in FRACTIONS:
+        for finetune in FINETUNE:
+            for g in GRAPHS:
+                a, b = by.get((g, fraction, finetune, ARMS[0])), by.get(
+                    (g, fraction, finetune, ARMS[1]))
+                if not (a and b):
+                    continue
+                ratio = (f"{b['step_time_s'] / a['step_time_s']:.3f}"
+                         if a["step_time_s"] and b["step_time_s"] else "-")
+                lines.append(
+                    f"| {g} | {fraction:g} | {a['gpu_bytes'] / 1e6:.1f} | {finetune} | "
+                    f"{_ms(a['step_time_s'])} ({a.get('chosen', '-')}) | "
+                    f"{_ms(b['step_time_s'])} ({b.get('chosen', '-')}) | {ratio} | "
+                    f"{a['wall_s']}, {b['wall_s']} |")
+    return "\n".join(lines) + "\n"
+
+
+def _commits(records: list[dict]) -> str:
+    return ", ".join(sorted({r["commit"] for r in records})) or "-"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--page-only", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.page_only:
+        run(sys.stderr)
+    from gplace.io import atomic_write_text
+    atomic_write_text(PAGE, page(load_records()))
+    print(f"wrote {PAGE}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
