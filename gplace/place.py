@@ -151,14 +151,13 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
-        search, starts = problem, []
-        if estimate_binds(problem):  # memory is tight: steer by the peak, keep the old start
-            search = calibrated(problem)
-            starts = [placer.zero_shot(problem), *_looser_starts(placer, problem, search)]
+        search, zero, starts = problem, None, []
+        if estimate_binds(problem):  # memory is tight: which estimate steers best?
+            search, zero, starts = _memory_estimate(placer, problem, measurer)
         bar = _progress_bar(finetune) if progress and finetune else None
         tuned = placer.place(search, measurer, finetune,
                              seeds=[r.placement for r in heuristics.values()] + starts,
-                             progress=bar.update_to if bar else None)
+                             progress=bar.update_to if bar else None, start=zero)
         if starts:
             tuned = _faster_zero_shot(tuned, starts, measurer)
         if bar:
@@ -231,19 +230,30 @@ def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceRes
         problem, SimMeasurer(problem), 0, seeds=seeds)
 
 
-def _looser_starts(placer, problem: PlacementProblem, search: PlacementProblem) -> list:
-    """Where even the calibrated memory estimate refuses units devices, its placements can
-    overflow (it leaves out received copies): the unpolished zero-shot under a share halfway
-    (geometrically) to the full estimate, a start for the search. None where it fits."""
-    if not estimate_binds(search):
-        return []
-    saved = placer.config
-    placer.config = replace(saved, zero_shot_polish=0)
-    try:
-        return [placer.zero_shot(replace(problem, activation_share=search.activation_share
-                                         ** 0.5))]
-    finally:
-        placer.config = saved
+def _memory_estimate(placer, problem: PlacementProblem, measurer):
+    """(the problem whose memory estimate the search steers by, its zero-shot placement or
+    None, the other zero-shots as starts). The full estimate (every output, all the time)
+    crowds the GPUs; scaled to the simulated peak (gplace.problem.calibrated) it can let
+    placements overflow where memory is very tight, and the fine-tuning samples then do not fit
+    either: the estimate whose zero-shot simulates fastest is kept (the full one where none
+    fits). Where even the calibrated estimate refuses units devices, an unpolished zero-shot
+    under a share halfway (geometrically) between the two competes too."""
+    fit = calibrated(problem)
+    options = [(fit, placer.zero_shot(fit)), (problem, placer.zero_shot(problem))]
+    if estimate_binds(fit):
+        half = replace(problem, activation_share=fit.activation_share ** 0.5)
+        saved = placer.config
+        placer.config = replace(saved, zero_shot_polish=0)
+        try:
+            options.append((half, placer.zero_shot(half)))
+        finally:
+            placer.config = saved
+    m = measurer.measure(np.stack([p for _, p in options]))
+    t = np.where(m.feasible, m.step_time_s, np.inf)
+    k = int(np.argmin(t)) if np.isfinite(t).any() else 1  # ties: the calibrated; none fits:
+    #                                                        the full one's samples fit likelier
+    zero = options[k][1] if k < 2 else None  # the halfway one was not polished
+    return options[k][0], zero, [p for i, (_, p) in enumerate(options) if i != k or k == 2]
 
 
 def _faster_zero_shot(tuned: PlaceResult, starts: list[np.ndarray], measurer) -> PlaceResult:

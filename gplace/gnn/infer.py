@@ -350,13 +350,14 @@ class ZeroShotPlacer:
         return zero_shot(self.weights, features, sched, self.seed, self.config)
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int = 0,
-              seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:
+              seeds: list[np.ndarray] = (), progress=None,
+              start: np.ndarray | None = None) -> PlaceResult:
         """GNNPlacer.place with ``budget`` 0: the zero-shot placement and the best start."""
         if budget:
             raise ConfigError("the numpy policy places zero-shot only; fine-tuning needs torch "
                               "(gplace.gnn.placer.GNNPlacer)")
         tracker = Tracker(problem, measurer, 0)
-        zero = self.zero_shot(problem)
+        zero = start if start is not None else self.zero_shot(problem)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
         for p, t, ok in zip(candidates, m.step_time_s, m.feasible):

@@ -72,15 +72,17 @@ class GNNPlacer:
                          self.config)
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
-              seeds: list[np.ndarray] = (), progress=None) -> PlaceResult:
-        """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement."""
+              seeds: list[np.ndarray] = (), progress=None,
+              start: np.ndarray | None = None) -> PlaceResult:
+        """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement.
+        ``start``: the zero-shot placement, where the caller has it (:meth:`zero_shot`)."""
         cfg = self.config.learn
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()
         tracker = Tracker(problem, measurer, budget)
         state = ProblemState(problem, measurer, elite_size=cfg.elite_size,
                              dispatch=policy.dispatch)
-        zero = self._zero_shot(policy, state)
+        zero = start if start is not None else self._zero_shot(policy, state)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
         state.offer(candidates, m.step_time_s, m.feasible, m.low_s, m.high_s)
