@@ -8,9 +8,10 @@ simulated peak on one GPU (the CPU keeps its 128 GB), placed by ``gplace.place.p
 FINETUNE samples, two arms:
 
 * ``calibrated``: `gplace place` as it is: where the list schedulers' unit memory estimate
-  (parameters plus every output, gplace.placers.heuristics_view) refuses units devices, the
-  search steers by the estimate scaled to the simulated peak (gplace.problem.calibrated), with
-  the full estimate's zero-shot among its starts;
+  (parameters plus every output, gplace.placers.heuristics_view) refuses units devices, it
+  also tries the estimate scaled to the simulated peak (``calibrated``), and halfway where that
+  binds too, and steers the search by the one whose zero-shot simulates fastest, the others'
+  zero-shots among its starts (gplace.place._memory_estimate);
 * ``full estimate``: the same with that step switched off (``estimate_binds`` answers no), as
   `gplace place` placed before it.
 
@@ -133,9 +134,10 @@ def page(records: list[dict]) -> str:
         "`gplace place` on post-4gpu with every GPU's memory cut to a fraction of the graph's",
         "simulated peak on one GPU (the CPU keeps its 128 GB): the search as it is",
         "(**calibrated**: where the list schedulers' unit memory estimate, parameters plus every",
-        "output all the time, refuses units devices, it steers by that estimate scaled to the",
-        "simulated peak, with the full estimate's zero-shot among its starts) against the same",
-        "with that step off (**full estimate**, `gplace place` before it). Seed 0. **Every step",
+        "output all the time, refuses units devices, it also tries that estimate scaled to the",
+        "simulated peak, and halfway where that binds too, steers the search by the one whose",
+        "zero-shot simulates fastest and keeps the others' zero-shots as starts) against the",
+        "same with that step off (**full estimate**, `gplace place` before it). Seed 0. **Every step",
         "time is simulated** (estimates). Rebuilt by `nice .venv/bin/python -m finetune.memory`",
         f"(records in finetune/memory.jsonl, code at commit {_commits(records)}).",
         "",

@@ -20,7 +20,8 @@ from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
-from gplace.problem import PlacementProblem, calibrated, estimate_binds
+from gplace.placers.heuristics_view import calibrated, estimate_binds
+from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
 from gplace.summary import (BestHeuristic, PlaceSummary, cpu_only_warning,
                             left_out_text, loop_caveat, shape_caveat)
@@ -233,7 +234,7 @@ def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceRes
 def _memory_estimate(placer, problem: PlacementProblem, measurer):
     """(the problem whose memory estimate the search steers by, its zero-shot placement or
     None, the other zero-shots as starts). The full estimate (every output, all the time)
-    crowds the GPUs; scaled to the simulated peak (gplace.problem.calibrated) it can let
+    crowds the GPUs; scaled to the simulated peak (gplace.placers.heuristics_view.calibrated) it can let
     placements overflow where memory is very tight, and the fine-tuning samples then do not fit
     either: the estimate whose zero-shot simulates fastest is kept (the full one where none
     fits). Where even the calibrated estimate refuses units devices, an unpolished zero-shot

@@ -41,7 +41,7 @@ class PlacementProblem:
     unit_of_op: np.ndarray   # (ops,) int64 in 0..num_units-1
     num_units: int
     # the share of its outputs' bytes a unit is charged in the list schedulers' memory estimate
-    # (gplace.placers.heuristics_view); 1 (all, all the time) unless :func:`calibrated` lowers it
+    # (gplace.placers.heuristics_view; its ``calibrated`` lowers it); 1: all, all the time
     activation_share: float = 1.0
 
     @classmethod
@@ -198,31 +198,3 @@ def _find(parent: list[int], u: int) -> int:
         u = parent[u]
     return u
 
-
-def estimate_binds(problem: PlacementProblem) -> bool:
-    """Whether the list schedulers' memory estimate (gplace.placers.heuristics_view) can refuse
-    a unit a device: its total is more than the smallest device holds."""
-    from gplace.placers.heuristics_view import build_view
-    view = build_view(problem)
-    return bool(view.unit_need.sum() > view.capacity.min()) if view.capacity.size else False
-
-
-def calibrated(problem: PlacementProblem) -> PlacementProblem:
-    """The problem with the memory estimate's ``activation_share`` set from one simulation:
-    the activation bytes at the peak of the whole graph on one device (the largest-memory
-    one-lane device, else the largest) over all its outputs' bytes. Charged in full, outputs
-    overstate the peak (the simulator frees a tensor after its last consumer: 643 MB against
-    65 MB for the example ResNet), and the list schedulers then send to the CPU what fits on
-    the GPUs. A steer, not a bound: the simulator decides what fits."""
-    from dataclasses import replace
-
-    from gplace.sim import FastSimulator
-    devices = problem.cluster.devices
-    memory = np.array([d.memory_bytes for d in devices], np.float64)
-    single = [k for k, d in enumerate(devices) if d.lanes == 1] or list(range(len(devices)))
-    d = max(single, key=lambda k: memory[k])
-    peak = FastSimulator(problem).run(np.full(problem.num_units, d, np.int64)).peak_bytes[d]
-    outputs = float(problem.costs.output_bytes.sum())
-    activations = max(float(peak) - float(problem.graph.param_bytes.sum()), 0.0)
-    share = min(1.0, activations / outputs) if outputs > 0 else 1.0
-    return replace(problem, activation_share=share)

@@ -104,9 +104,9 @@ def test_optimal_runs_when_nothing_else_fits(checkpoint, monkeypatch):
 
 def test_under_tight_memory_the_search_keeps_the_full_estimates_zero_shot_as_a_start(
         checkpoint, monkeypatch):
-    """Where the full memory estimate refuses units devices, the search runs on the calibrated
-    one (gplace.problem.calibrated) with the full estimate's zero-shot among its starts: never
-    slower than it, and what it returns fits."""
+    """Where the full memory estimate refuses units devices, place() also tries it scaled to
+    the peak (gplace.placers.heuristics_view.calibrated) and keeps every zero-shot as a start:
+    what it returns fits and is never slower than the full estimate's zero-shot."""
     import gplace.place as place_module
     from gplace.sim import FastSimulator
     starts = {}

@@ -16,7 +16,7 @@ Memory (Baechi's m-* heuristics, and the learned placer's rollouts): a unit need
 bytes of its ops plus every output of its ops (``PlacementProblem.activation_share`` of them;
 all by default), all the time. It is not a bound either way: in full it overstates activations
 (the simulator frees a tensor after its last consumer: 643 MB for the example ResNet against a
-65 MB peak on one device; gplace.problem.calibrated scales them to that peak), and it leaves
+65 MB peak on one device; calibrated scales them to that peak), and it leaves
 out the copies a device receives from other devices and kernel scratch memory, so a placement
 it calls feasible can overflow in the simulator. The simulator's peak decides; this estimate
 only steers the search.
@@ -61,6 +61,34 @@ def build_view(problem: PlacementProblem) -> OpView:
     if view is None:
         view = _VIEWS[problem] = _build_view(problem)
     return view
+
+
+def estimate_binds(problem: PlacementProblem) -> bool:
+    """Whether the memory estimate (``OpView.unit_need``) can refuse a unit a device: its total
+    is more than the smallest device holds."""
+    view = build_view(problem)
+    return bool(view.unit_need.sum() > view.capacity.min()) if view.capacity.size else False
+
+
+def calibrated(problem: PlacementProblem) -> PlacementProblem:
+    """The problem with the memory estimate's ``activation_share`` set from one simulation:
+    the activation bytes at the peak of the whole graph on one device (the largest-memory
+    one-lane device, else the largest) over all its outputs' bytes. Charged in full, outputs
+    overstate the peak (the simulator frees a tensor after its last consumer: 643 MB against
+    65 MB for the example ResNet), and the list schedulers then send to the CPU what fits on
+    the GPUs. A steer, not a bound: the simulator decides what fits."""
+    from dataclasses import replace
+
+    from gplace.sim import FastSimulator
+    devices = problem.cluster.devices
+    memory = np.array([d.memory_bytes for d in devices], np.float64)
+    single = [k for k, d in enumerate(devices) if d.lanes == 1] or list(range(len(devices)))
+    d = max(single, key=lambda k: memory[k])
+    peak = FastSimulator(problem).run(np.full(problem.num_units, d, np.int64)).peak_bytes[d]
+    outputs = float(problem.costs.output_bytes.sum())
+    activations = max(float(peak) - float(problem.graph.param_bytes.sum()), 0.0)
+    share = min(1.0, activations / outputs) if outputs > 0 else 1.0
+    return replace(problem, activation_share=share)
 
 
 def _build_view(problem: PlacementProblem) -> OpView:
