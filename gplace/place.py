@@ -237,24 +237,36 @@ def _memory_estimate(placer, problem: PlacementProblem, measurer):
     crowds the GPUs; scaled to the simulated peak (gplace.placers.heuristics_view.calibrated) it can let
     placements overflow where memory is very tight, and the fine-tuning samples then do not fit
     either: the estimate whose zero-shot simulates fastest is kept (the full one where none
-    fits). Where even the calibrated estimate refuses units devices, an unpolished zero-shot
-    under a share halfway (geometrically) between the two competes too."""
+    fits). Where the calibrated estimate fits everything, the full one's zero-shot is not
+    polished (a start, at a third of the time); where it refuses units devices too, the full
+    one's is, and an unpolished zero-shot under a share halfway (geometrically) between the
+    two competes too."""
     fit = calibrated(problem)
-    options = [(fit, placer.zero_shot(fit)), (problem, placer.zero_shot(problem))]
-    if estimate_binds(fit):
+    tight = estimate_binds(fit)
+    options = [(fit, placer.zero_shot(fit), True),
+               (problem, _unpolished(placer, problem) if not tight else placer.zero_shot(problem),
+                tight)]
+    if tight:
         half = replace(problem, activation_share=fit.activation_share ** 0.5)
-        saved = placer.config
-        placer.config = replace(saved, zero_shot_polish=0)
-        try:
-            options.append((half, placer.zero_shot(half)))
-        finally:
-            placer.config = saved
-    m = measurer.measure(np.stack([p for _, p in options]))
+        options.append((half, _unpolished(placer, half), False))
+    m = measurer.measure(np.stack([p for _, p, _ in options]))
     t = np.where(m.feasible, m.step_time_s, np.inf)
     k = int(np.argmin(t)) if np.isfinite(t).any() else 1  # ties: the calibrated; none fits:
     #                                                        the full one's samples fit likelier
-    zero = options[k][1] if k < 2 else None  # the halfway one was not polished
-    return options[k][0], zero, [p for i, (_, p) in enumerate(options) if i != k or k == 2]
+    search, zero, polished = options[k]
+    return search, zero if polished else None, [p for i, (_, p, _) in enumerate(options)
+                                                if i != k or not polished]
+
+
+def _unpolished(placer, problem: PlacementProblem) -> np.ndarray:
+    """The learned placer's zero-shot without its polish (the estimate search, most of its
+    time on large graphs)."""
+    saved = placer.config
+    placer.config = replace(saved, zero_shot_polish=0)
+    try:
+        return placer.zero_shot(problem)
+    finally:
+        placer.config = saved
 
 
 def _faster_zero_shot(tuned: PlaceResult, starts: list[np.ndarray], measurer) -> PlaceResult:
