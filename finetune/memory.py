@@ -16,7 +16,8 @@ FINETUNE samples, two arms:
   `gplace place` placed before it.
 
 Both arms get the same cheap heuristics, seed 0. Records go to finetune/memory.jsonl (one per
-case, arm and budget), the page to finetune/MEMORY.md. Every step time is simulated (roofline
+case, arm and budget, with the shipped policy file's digest: a new policy runs every case again),
+the page to finetune/MEMORY.md. Every step time is simulated (roofline
 costs on the GPUs, the graph's measured profile on the CPU where it has one).
 """
 
@@ -86,7 +87,13 @@ def run_case(name: str, fraction: float, finetune: int, arm: str) -> dict:
         place_module.estimate_binds = binds
     return {"graph": name, "fraction": fraction, "gpu_bytes": cap, "finetune": finetune,
             "arm": arm, **result, "wall_s": round(time.perf_counter() - start, 1),
-            "commit": _commit()}
+            "commit": _commit(), "policy": _policy()}
+
+
+def _policy() -> str:
+    """The shipped policy file's SHA-256, its start: a new one makes every case run again."""
+    from pretrain.domains import policy_digest
+    return policy_digest(ROOT / "gplace" / "checkpoints" / "policy.pt")
 
 
 def _commit() -> str:
@@ -107,7 +114,7 @@ def key(r: dict) -> tuple:
 
 
 def run(log) -> None:
-    done = {key(r) for r in load_records()}
+    done = {key(r) for r in load_records() if r.get("policy") == _policy()}
     for fraction in FRACTIONS:
         for finetune in FINETUNE:
             for name in GRAPHS:

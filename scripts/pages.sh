@@ -13,6 +13,7 @@ nice $PY -m pretrain.domains                      # pretrain/DOMAINS.md, the shi
 nice $PY -m finetune.optimality --refresh-place   # finetune/OPTIMALITY.md
 nice $PY -m pretrain.specialize                   # pretrain/SPECIALIZE.md
 nice $PY finetune/pytorch_study.py --finetune 100 --seeds 0   # finetune/PYTORCH.md
+nice $PY -m finetune.memory                       # finetune/MEMORY.md
 bash finetune/run.sh                              # finetune/RESULTS.md and its bars
 $PY -m pretrain.headroom --page-only              # pretrain/HEADROOM.md from the new records
 ASSEMBLE_ONLY=1 bash finetune/run.sh              # the bars again, with HEADROOM's new floors
