@@ -126,8 +126,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     estimates, ``cost_model_for``); ``polish``: zero-shot's estimate replays
     (FinetuneConfig.zero_shot_polish; None: its default) and ``screen``: fine-tuning's moves drawn
     per move measured (FinetuneConfig.local_screen; None: its default), both ignored for a
-    GNNPlacer ``checkpoint``; ``optimal``: seconds for the exact placer (:func:`refine_exact`),
-    which also runs when nothing else fits; ``torch_options`` (``optimizer``, ``trust``) go to
+    GNNPlacer ``checkpoint``; ``optimal``: seconds for the exact placer (gplace.placers.optimal,
+    started from the result's and the heuristics' placements; its placement is taken where it
+    simulates faster, or where nothing else fits); ``torch_options`` (``optimizer``, ``trust``) go to
     the import of a ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
@@ -152,15 +153,16 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
-        search, zero, starts = problem, None, []
+        search, zero, starts = problem, None, {}
         if estimate_binds(problem):  # memory is tight: which estimate steers best?
             search, zero, starts = _memory_estimate(placer, problem, measurer)
         bar = _progress_bar(finetune) if progress and finetune else None
         tuned = placer.place(search, measurer, finetune,
-                             seeds=[r.placement for r in heuristics.values()] + starts,
+                             seeds=[r.placement for r in heuristics.values()] + [
+                                 p for p, _ in starts],
                              progress=bar.update_to if bar else None, start=zero)
         if starts:
-            tuned = _faster_zero_shot(tuned, starts, measurer)
+            tuned = _faster_zero_shot(tuned, starts)
         if bar:
             bar.close()
         _say_drift(tuned, log)
@@ -210,21 +212,6 @@ def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | No
             else GNNPlacer(seed, checkpoint, config=config))
 
 
-def refine_exact(result: PlacementResult, seconds: float, workers: int = 2) -> PlaceResult:
-    """Runs the exact placer (gplace.placers.optimal) for ``seconds`` from the result's and the
-    heuristics' placements; where its placement simulates faster, the result takes it. Returns
-    the exact placer's run (its info holds the proven bound and the status). ``place(...,
-    optimal=seconds)`` does the same, and also runs it when nothing else fits in memory."""
-    seeds = [result.unit_placement] + [r.placement for r in result.heuristics.values()]
-    exact = _solve_exactly(result.problem, seconds, seeds, workers)
-    result.exact = exact
-    if exact.feasible and exact.step_time_s < result.step_time_s:
-        result.unit_placement, result.step_time_s = exact.placement, exact.step_time_s
-        result.summary = replace(result.summary, step_time_s=exact.step_time_s,
-                                 chosen="optimal (CP-SAT)")
-    return exact
-
-
 def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceResult:
     """The exact placer (gplace.placers.optimal) for ``seconds``, started from ``seeds``."""
     return get_placer("optimal", seed=0, time_limit_s=seconds, workers=workers).place(
@@ -233,14 +220,14 @@ def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceRes
 
 def _memory_estimate(placer, problem: PlacementProblem, measurer):
     """(the problem whose memory estimate the search steers by, its zero-shot placement or
-    None, the other zero-shots as starts). The full estimate (every output, all the time)
-    crowds the GPUs; scaled to the simulated peak (gplace.placers.heuristics_view.calibrated) it can let
-    placements overflow where memory is very tight, and the fine-tuning samples then do not fit
-    either: the estimate whose zero-shot simulates fastest is kept (the full one where none
-    fits). Where the calibrated estimate fits everything, the full one's zero-shot is not
-    polished (a start, at a third of the time); where it refuses units devices too, the full
-    one's is, and an unpolished zero-shot under a share halfway (geometrically) between the
-    two competes too."""
+    None, the other zero-shots as starts with their measured step times). The full estimate
+    (every output, all the time) crowds the GPUs; scaled to the simulated peak
+    (gplace.placers.heuristics_view.calibrated) it can let placements overflow where memory is
+    very tight, and the fine-tuning samples then do not fit either: the estimate whose
+    zero-shot simulates fastest is kept (the full one where none fits). Where the calibrated
+    estimate fits everything, the full one's zero-shot is a start without its polish; where it
+    refuses units devices too, the full one's is polished, and an unpolished zero-shot under a
+    share halfway (geometrically) between the two competes too."""
     fit = calibrated(problem)
     tight = estimate_binds(fit)
     options = [(fit, placer.zero_shot(fit), True),
@@ -254,8 +241,8 @@ def _memory_estimate(placer, problem: PlacementProblem, measurer):
     k = int(np.argmin(t)) if np.isfinite(t).any() else 1  # ties: the calibrated; none fits:
     #                                                        the full one's samples fit likelier
     search, zero, polished = options[k]
-    return search, zero if polished else None, [p for i, (_, p, _) in enumerate(options)
-                                                if i != k or not polished]
+    starts = [(p, float(t[i])) for i, (_, p, _) in enumerate(options) if i != k or not polished]
+    return search, zero if polished else None, starts
 
 
 def _unpolished(placer, problem: PlacementProblem) -> np.ndarray:
@@ -269,15 +256,14 @@ def _unpolished(placer, problem: PlacementProblem) -> np.ndarray:
         placer.config = saved
 
 
-def _faster_zero_shot(tuned: PlaceResult, starts: list[np.ndarray], measurer) -> PlaceResult:
+def _faster_zero_shot(tuned: PlaceResult, starts: list[tuple]) -> PlaceResult:
     """``tuned`` whose zero-shot record (placement, step time) is the fastest of its own and
-    ``starts``, the learned placer's zero-shots under the other memory estimates."""
-    m = measurer.measure(np.stack(starts))
-    t = np.where(m.feasible, m.step_time_s, np.inf)
-    k = int(np.argmin(t))
-    if t[k] < tuned.info.get("zero_shot_step_time_s", np.inf):
-        return tuned._replace(info={**tuned.info, "zero_shot_placement": starts[k],
-                                    "zero_shot_step_time_s": float(t[k])})
+    ``starts`` ((placement, measured step time) of the learned placer's zero-shots under the
+    other memory estimates)."""
+    placement, t = min(starts, key=lambda s: s[1])
+    if t < tuned.info.get("zero_shot_step_time_s", np.inf):
+        return tuned._replace(info={**tuned.info, "zero_shot_placement": placement,
+                                    "zero_shot_step_time_s": t})
     return tuned
 
 

@@ -109,10 +109,10 @@ def drop_stale(entries) -> int:
         for f in files:
             digest.update(hashlib.sha256(f.read_bytes()).digest())
         if before and len(before) > 1 and before[1] != digest.hexdigest():
+            mine = re.compile(re.escape(entry.name) + r"-[0-9a-f]{16}(-.*)?\.npy")
             for kind in ("seeds", "experts"):
                 for old in cache_dir(entry.path, kind).glob(f"{entry.name}-*.npy"):
-                    if re.fullmatch(r"[0-9a-f]{16}", old.name[len(entry.name) + 1:][:16]) \
-                            and old.name[len(entry.name) + 17:len(entry.name) + 18] in "-.":
+                    if mine.fullmatch(old.name):  # not graph "a-b"'s files for graph "a"
                         old.unlink(missing_ok=True)
                         dropped += 1
         atomic_write_text(stamp_file, f"{quick}\n{digest.hexdigest()}")
