@@ -118,7 +118,7 @@ def test_a_saved_cost_model_with_impossible_times_is_one_config_error(tmp_path):
 def test_a_graph_and_its_profile_renamed_together_keep_their_costs(tmp_path):
     """The profile beside a file applies to the graph imported from it, whatever name the
     profile recorded: a looped corpus graph copied as my_rnn keeps its measured times and its
-    loops' run counts (before, both were dropped and the placement changed tenfold)."""
+    loops' run counts."""
     import shutil
     from pathlib import Path
     import gplace

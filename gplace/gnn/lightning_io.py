@@ -25,8 +25,8 @@ def averaging(cfg: PretrainConfig) -> list:
 class ResumeCheckpoint(L.pytorch.callbacks.ModelCheckpoint):
     """``last.ckpt`` every ``every`` optimizer steps, except that a step followed by a
     validation is saved after the validation and the best-checkpoint callback listed before
-    this one: Lightning's own rule saves before the validation, so a run stopped during it
-    resumed past it, and that step's validation (perhaps the best) was never run."""
+    this one, so that a run stopped during a validation resumes before it and runs it
+    (Lightning's own rule saves before it)."""
 
     def __init__(self, dirpath: Path, every: int, validation_every: int):
         super().__init__(dirpath=dirpath, save_last=True, every_n_train_steps=every)

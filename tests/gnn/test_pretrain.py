@@ -112,8 +112,7 @@ def test_resume_is_the_run_it_resumes(corpus, tmp_path):
 def test_a_run_stopped_during_a_validation_validates_that_step_again(corpus, tmp_path):
     """Stopped inside the validation after step 10 (a step that also writes last.ckpt), a
     resumed run validates step 10 again and ends as the uninterrupted run: the same weights,
-    the same best checkpoint. Lightning's rule saved last.ckpt before that validation, and the
-    resumed run went on past it."""
+    the same best checkpoint."""
     import lightning as L
     from gplace.gnn.policy import GNNPolicy
 
