@@ -206,7 +206,13 @@ def page(records: list[dict]) -> str:
     lines += ["", "Against the strongest alternatives (calibrated / each, geomean over the cases "
               "where both fit; at or below it in parentheses): the best cheap heuristic, hill "
               "climbing from the heuristics' placements with the same samples, and the same "
-              "pipeline with the network untrained (the ablation: what pretraining adds here).",
+              "pipeline with the network untrained (the ablation: what pretraining adds here). "
+              "Of the graphs, inception, nmt and transformer are test families, held out of "
+              "the shipped policy's pretraining; xception and wide_deep are validation "
+              "families; the others, bar the example ResNet (no corpus graph), were trained on. "
+              "No policy pretrained without a domain "
+              "(pretrain/DOMAINS.md) was run here: the untrained column is this page's "
+              "measure of what does not depend on the training families.",
               "", "| GPU memory / peak | samples | / best heuristic | / hill +h | / untrained |",
               "|---|---|---|---|---|"]
     for fraction in FRACTIONS:
