@@ -45,9 +45,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _attach_negative_values(argv: list[str]) -> list[str]:
+    """``--memory-limit -5MB`` as ``--memory-limit=-5MB``: argparse reads a value that starts with
+    '-' and is not a plain number as an option, and would answer "expected one argument" instead
+    of the option's own check."""
+    out: list[str] = []
+    for token in argv:
+        previous = out[-1] if out else ""
+        if (len(token) > 1 and token[0] == "-" and (token[1].isdigit() or token[1] == ".")
+                and previous.startswith("--") and previous != "--" and "=" not in previous):
+            out[-1] = f"{previous}={token}"
+        else:
+            out.append(token)
+    return out
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     """The arguments; an unknown option is the subcommand's error (``gplace place: error:``),
     as a bad value of a known one is."""
+    argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
     args, extra = build_parser().parse_known_args(argv)
     if extra:
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
