@@ -159,7 +159,10 @@ def page(rows: list[dict], finetune: int, seeds: list[int], commit: str, wall: f
         "attributes (class weights) are taken. The saved program keeps a tied pair as two "
         "entries, one read by both uses: that one trains with both gradients, as the single "
         "tied tensor does in eager PyTorch, and the other, like any parameter the forward "
-        "never reads, is left as it is (load_placed's parameters then hold the two apart).",
+        "never reads, is left as it is (load_placed's parameters then hold the two apart) "
+        "and holds no device memory in the placement. A custom op with an autograd formula "
+        "imports in a process that has registered it (gplace.load_graph from Python); the "
+        "command line has not, and names the op.",
         "- \"bit for bit\" above holds where the graph's kernels are eager PyTorch's: "
         "decomposed backwards (GroupNorm, interpolation, LSTM and GRU, einsum) match an eager "
         "`torch.optim` step within float rounding (relative 1e-7 for SGD here, up to 1e-5 "

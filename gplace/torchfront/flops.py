@@ -120,6 +120,7 @@ def reference_flops(module: torch.nn.Module, batch) -> float:
     would miss their matrix products; without it they run as the ATen ops the graph holds."""
     from torch.utils.flop_counter import FlopCounterMode
     counter = FlopCounterMode(display=False)
-    with torch.backends.mkldnn.flags(enabled=False), counter:
+    from gplace.torchfront.step import without_onednn
+    with without_onednn(), counter:
         module(*batch).backward()
     return float(counter.get_total_flops())

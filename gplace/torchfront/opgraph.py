@@ -176,9 +176,11 @@ def _tf_type(step: StepGraph, node: fx.Node, aten: str) -> str:
 
 def _param_bytes(step: StepGraph, nodes: list[fx.Node], outs: list) -> np.ndarray:
     """Bytes of the variables each op owns: parameters, buffers and optimizer state live in
-    their placeholders."""
+    their placeholders. A parameter no op reads holds none: it is not part of the step, and
+    the second entry of a tied pair is the first's memory in the model."""
     return np.asarray([_describe(o[0])[1] if step.role.get(n.name) in ("param", "buffer",
-                                                                         "state") else 0
+                                                                         "state")
+                       and step.owner.get(n.name) not in step.unread else 0
                        for n, o in zip(nodes, outs)], np.int64)
 
 

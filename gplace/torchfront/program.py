@@ -154,25 +154,57 @@ def load_program(path: str | Path, trust: bool = False):
                          f"{path}: not a regular file")
     if not trust:
         check_archive(path)
+    hidden: list[logging.LogRecord] = []
     try:
-        with _quiet_torch_export():
+        with _quiet_torch_export(hidden):
             return torch.export.load(path)
     except Exception as e:  # noqa: BLE001 - torch raises many types for a bad archive
-        raise GraphError(f"{path}: torch.export.load failed: {one_line(e)}") from None
+        raise GraphError(f"{path}: torch.export.load failed: {_why(e, hidden)}") from None
 
 
 @contextlib.contextmanager
-def _quiet_torch_export():
-    """torch.export.load logs a traceback before raising; the user gets gplace's one line."""
+def _quiet_torch_export(records: list):
+    """torch.export.load logs a traceback before raising; the user gets gplace's one line,
+    and ``records`` the log records, where the cause may be (_why)."""
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record)
     loggers = [logging.getLogger(n) for n in ("torch.export", "torch._export")]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
+    saved = [(lg.level, lg.propagate, lg.handlers) for lg in loggers]
+    keep = Keep(logging.WARNING)
+    for lg in loggers:  # torch sets its own handlers on these loggers: only ours for now
+        lg.setLevel(logging.WARNING)
+        lg.propagate = False
+        lg.handlers = [keep]
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels):
+        for lg, (level, propagate, handlers) in zip(loggers, saved):
+            lg.handlers = handlers
             lg.setLevel(level)
+            lg.propagate = propagate
+
+
+_UNRESOLVED = re.compile(r"failed to resolve (torch\.ops\.[\w.]+?)(\.default)? to an operator")
+
+
+def _why(error: BaseException, records: list) -> str:
+    """The cause of a failed load: torch.export.load logs the deserializer's error and raises
+    "check the warnings above"; the innermost logged exception says what went wrong (a custom
+    op not registered in this process, by name)."""
+    for record in records:
+        cause = record.exc_info[1] if record.exc_info else None
+        while cause is not None and (cause.__cause__ or cause.__context__) is not None:
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            continue
+        unresolved = _UNRESOLVED.search(str(cause))
+        if unresolved:
+            return (f"it calls {unresolved.group(1)}, a custom op this process has not "
+                    "registered; import the library that defines it and place the program "
+                    "from Python (gplace.load_graph)")
+        return one_line(cause)
+    return one_line(error)
 
 
 def one_line(error: BaseException, limit: int = 200) -> str:

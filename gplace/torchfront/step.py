@@ -11,7 +11,9 @@ call per parameter (gplace.torchfront.optim). The result is functional:
 
 from __future__ import annotations
 
+import contextlib
 import operator
+import warnings
 from dataclasses import dataclass, field
 
 import torch
@@ -42,6 +44,7 @@ class StepGraph:
     owner: dict[str, str] = field(default_factory=dict)        # placeholder/update -> param
     grad_of: dict[str, str] = field(default_factory=dict)      # param -> gradient node name
     buffer_update: dict[str, str] = field(default_factory=dict)  # buffer -> new-value node name
+    unread: set[str] = field(default_factory=set)  # parameters no op reads (unused_parameters)
 
     @property
     def inputs(self) -> list[torch.Tensor]:
@@ -71,6 +74,18 @@ class _Tupled(nn.Module):
         return tuple(torch.utils._pytree.tree_leaves(self.m(*args)))
 
 
+@contextlib.contextmanager
+def without_onednn():
+    """oneDNN off, quietly: its fused CPU kernels (an LSTM's ``mkldnn_rnn_layer``, taken when
+    the batch feeds the LSTM directly) return one gradient for two biases, which AOT export
+    cannot map to its parameters, and FlopCounterMode has no formula for them. torch warns
+    about TF32 on Intel GPUs each time the flag changes."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="TF32 acceleration on top of oneDNN")
+        with torch.backends.mkldnn.flags(enabled=False):
+            yield
+
+
 def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> StepGraph:
     """The StepGraph of an ExportedProgram whose forward returns the scalar loss."""
     args, kwargs = program.example_inputs or ((), {})
@@ -86,7 +101,8 @@ def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> S
     _check_loss(program, label)
     module = program.module()
     _constants_as_buffers(module, program)
-    for name in unused_parameters(program):  # no gradient reaches it: frozen, as eager is
+    unread = set(unused_parameters(program))
+    for name in unread:  # no gradient reaches it: frozen, as eager is
         module.get_parameter(name).requires_grad_(False)
     if not any(p.requires_grad for p in module.parameters()):
         raise GraphError(f"{label}: no parameter of the program takes a gradient from the loss: "
@@ -94,8 +110,9 @@ def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> S
     wrapped = _Tupled(module)
     try:
         from torch._functorch.aot_autograd import aot_export_module
-        joint, sig = aot_export_module(wrapped, list(args), trace_joint=True,
-                                       output_loss_index=0)
+        with without_onednn():
+            joint, sig = aot_export_module(wrapped, list(args), trace_joint=True,
+                                           output_loss_index=0)
     except Exception as e:  # noqa: BLE001 - tracing raises many types; the user gets one line
         raise GraphError(f"{label}: cannot derive the backward of the exported forward "
                          f"(data-dependent shapes, custom or non-differentiable ops?): "
@@ -110,7 +127,7 @@ def build_step(program, optimizer: OptimizerConfig, label: str = "program") -> S
         params=[state[n].detach().clone() for n in sig.parameters],
         buffers=[state[n].detach().clone() for n in sig.buffers], states=[],
         batch=[a.detach().clone() if isinstance(a, torch.Tensor) else a for a in args],
-        optimizer=optimizer)
+        optimizer=optimizer, unread=unread)
     _rewrite(step, sig)
     return step
 

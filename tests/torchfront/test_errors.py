@@ -95,11 +95,44 @@ def test_the_cli_prints_one_line_and_exits_2(tmp_path):
     assert "Traceback" not in out.stderr
 
 
+@torch.library.custom_op("gplace_test::triple", mutates_args=())
+def triple(x: torch.Tensor) -> torch.Tensor:
+    return x * 3
+
+
+triple.register_fake(lambda x: torch.empty_like(x))
+triple.register_autograd(lambda ctx, grad: grad * 3)
+
+
+class CustomOp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def forward(self, x, y):
+        return F.cross_entropy(triple(self.fc(x)), y)
+
+
+def test_a_custom_op_another_process_has_not_registered_is_named(tmp_path):
+    """The CLI's process has not imported the op's library: its one line names the op, not
+    torch's "check the warnings above" (warnings it does not show)."""
+    path = save(CustomOp(), (torch.randn(2, 4), torch.tensor([0, 2])), tmp_path / "custom.pt2")
+    out = subprocess.run([sys.executable, "-m", "gplace", "inspect", str(path)],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stderr.count("\n") == 1
+    assert "it calls torch.ops.gplace_test.triple, a custom op this process has not " \
+        "registered" in out.stderr
+    assert gplace.load_graph(path).num_ops > 0  # here it is registered: it imports
+
+
 def test_torch_options_for_a_tensorflow_model_are_refused(capsys):
     from gplace.cli import main
     assert main(["inspect", "gplace/examples/small_resnet.pb", "--optimizer", "adam"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "apply to PyTorch (.pt2) models only" in err[0]
+    assert main(["inspect", "gplace/examples/torch/cnn.pt2", "--optimizer", " "]) == 2
+    assert "--optimizer is empty" in capsys.readouterr().err  # not sgd in silence
 
 
 def test_the_cli_inspects_a_pt2_with_its_optimizer(pt2, capsys):

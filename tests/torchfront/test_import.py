@@ -138,6 +138,16 @@ def test_opgraph_round_trips_through_npz(step_of, tmp_path):
     assert again.meta["torch"]["fx_nodes"] == graph.meta["torch"]["fx_nodes"]
 
 
+def step_on_one_cpu(path, graph, tmp_path) -> list:
+    """The placed step of the program at ``path`` with every op on this machine's CPU, run
+    once: (loss, *new state)."""
+    from gplace.torchfront import load_placed
+    device = "/job:localhost/replica:0/task:0/device:CPU:0"
+    (tmp_path / "placement.json").write_text(json.dumps(
+        {"placement": {n: device for n in graph.names.tolist()}}))
+    return list(load_placed(path, tmp_path / "placement.json").run())
+
+
 class TiedHead(torch.nn.Module):
     """The usual language-model tie: the output layer is the embedding's weight."""
 
@@ -155,17 +165,13 @@ class TiedHead(torch.nn.Module):
 def test_a_tied_head_and_an_unused_parameter_train_as_eager_pytorch_does(tmp_path):
     """torch.export's saved program keeps a tied pair as two parameters, one read by both
     uses; the other, like a parameter no op reads, gets no gradient, as in eager PyTorch."""
-    from gplace.torchfront import load_placed
     torch.manual_seed(0)
     model, batch = TiedHead(), (torch.randint(0, 20, (6,)), torch.randint(0, 20, (6,)))
     path = tmp_path / "tied.pt2"
     torch.export.save(torch.export.export(model, batch), path)
     graph = gplace.load_graph(path)
     assert graph.num_ops > 0
-    device = "/job:localhost/replica:0/task:0/device:CPU:0"
-    (tmp_path / "placement.json").write_text(json.dumps(
-        {"placement": {n: device for n in graph.names.tolist()}}))
-    loss, *state = load_placed(path, tmp_path / "placement.json").run()
+    loss, *state = step_on_one_cpu(path, graph, tmp_path)
     eager_loss = model(*batch)
     eager_loss.backward()
     with torch.no_grad():
@@ -175,6 +181,36 @@ def test_a_tied_head_and_an_unused_parameter_train_as_eager_pytorch_does(tmp_pat
     assert torch.equal(loss, eager_loss.detach())
     assert any(torch.equal(t, model.tok.weight) for t in state)
     assert any(torch.equal(t, model.spare.weight) for t in state)  # unchanged
+    # the step's variables are the model's memory: the tied pair once, the unused layer not
+    assert graph.param_bytes.sum() == 20 * 8 * 4
+
+
+class DirectLSTM(torch.nn.Module):
+    """The batch feeds the LSTM directly: with oneDNN on, the decomposition takes its fused
+    kernel, which returns one gradient for both biases."""
+
+    def __init__(self):
+        super().__init__()
+        self.rnn = torch.nn.LSTM(8, 16, num_layers=2, bidirectional=True)
+        self.out = torch.nn.Linear(32, 4)
+
+    def forward(self, x, y):
+        return torch.nn.functional.cross_entropy(self.out(self.rnn(x)[0][-1]), y)
+
+
+def test_an_lstm_fed_by_the_batch_imports_and_steps_as_eager(tmp_path):
+    torch.manual_seed(0)
+    model, batch = DirectLSTM(), (torch.randn(5, 3, 8), torch.tensor([0, 3, 1]))
+    path = tmp_path / "lstm.pt2"
+    torch.export.save(torch.export.export(model, batch), path)
+    for _ in range(2):  # the same graph a second time in one process, too
+        graph = gplace.load_graph(path)
+        assert not any("mkldnn" in t for t in graph.op_types.tolist())
+    assert graph.param_bytes.sum() == sum(p.numel() * 4 for p in model.parameters())
+    loss, *state = step_on_one_cpu(path, graph, tmp_path)
+    eager_loss = model(*batch)
+    eager_loss.backward()
+    torch.testing.assert_close(loss, eager_loss.detach())
 
 
 def test_fused_attention_is_priced_forward_and_backward(tmp_path):
