@@ -117,12 +117,15 @@ def torch_entry_key(file: Path, data: bytes, options: dict) -> str:
 
 def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options) -> OpGraph:
     """gplace.importer.load_graph, through the cache for a graph file, a PyTorch program's
-    included (keyed by its bytes, optimizer and trust); an object, or a cache that is off:
-    imported as usual."""
+    included (keyed by its bytes and options: a SavedModel's signature, a program's
+    optimizer and trust); an object, or a cache that is off: imported as usual."""
     from gplace import importer
     folder = cache_folder()
     pt2 = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2")
-    if folder is None or (options and not pt2) or not isinstance(source, (str, os.PathLike)) \
+    signature = {} if pt2 or options.get("signature") is None else {
+        "signature": options["signature"]}
+    if folder is None or (set(options) - {"signature"} and not pt2) \
+            or not isinstance(source, (str, os.PathLike)) \
             or (pt2 and not Path(source).is_file()):
         return importer.load_graph(source, unknown_dim=unknown_dim, name=name, **options)
     if pt2:  # the joint trace takes seconds to tens of seconds: worth keeping
@@ -135,7 +138,7 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     else:
         from gplace.importer.reader import read_graph_file
         file, data = read_graph_file(source)  # the checks that need no parsing, errors as usual
-        entry = folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim})}.npz"
+        entry = folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim, **signature})}.npz"
     graph = _read(entry)
     if graph is None:
         graph = importer.load_graph(source, unknown_dim=unknown_dim, **options)
@@ -149,7 +152,7 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     return graph
 
 
-def prefetch(source, unknown_dim: int = 1):
+def prefetch(source, unknown_dim: int = 1, signature: str | None = None):
     """Starts importing a graph file that is not cached yet in another process, which writes
     its entry, so that TensorFlow's start-up there runs beside the caller's own imports (torch,
     numba) on another core; pass it to :func:`finish` before load_graph. None when there is
@@ -163,11 +166,14 @@ def prefetch(source, unknown_dim: int = 1):
         file, data = read_graph_file(source)
     except GraphError:
         return None
-    if (folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim})}.npz").is_file():
+    options = {"unknown_dim": unknown_dim, **({} if signature is None else
+                                              {"signature": signature})}
+    if (folder / f"{entry_key(file, data, options)}.npz").is_file():
         return None
     import subprocess
     return subprocess.Popen([sys.executable, "-m", "gplace.opgraph_cache", str(source),
-                             str(unknown_dim)], stdin=subprocess.DEVNULL,
+                             str(unknown_dim), *([] if signature is None else [signature])],
+                            stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
@@ -180,12 +186,13 @@ def finish(pending) -> None:
 
 
 def main(argv: list[str]) -> int:
-    """``python -m gplace.opgraph_cache PATH [UNKNOWN_DIM]``: imports PATH into the cache,
-    with TensorFlow's graph framework alone (gplace.tfimport.use_framework_only)."""
+    """``python -m gplace.opgraph_cache PATH [UNKNOWN_DIM [SIGNATURE]]``: imports PATH into
+    the cache, with TensorFlow's graph framework alone (gplace.tfimport.use_framework_only)."""
     from gplace.tfimport import use_framework_only
     use_framework_only()
     try:
-        load_graph(argv[0], unknown_dim=int(argv[1]) if len(argv) > 1 else 1)
+        load_graph(argv[0], unknown_dim=int(argv[1]) if len(argv) > 1 else 1,
+                   **({"signature": argv[2]} if len(argv) > 2 else {}))
     except GraphError as e:
         print(e)
         return 2

@@ -23,8 +23,8 @@ from gplace.placers.base import cheap_heuristics
 from gplace.placers.heuristics_view import calibrated, estimate_binds
 from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
-from gplace.summary import (BestHeuristic, PlaceSummary, cpu_only_warning,
-                            left_out_text, loop_caveat, shape_caveat)
+from gplace.summary import (BestHeuristic, PlaceSummary, kernel_warning,
+                            import_note, left_out_text, loop_caveat, shape_caveat)
 
 DEFAULT_PRESET = "post-4gpu"
 
@@ -118,7 +118,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
           seed: int = 0, progress: bool = True, log=sys.stderr,
           allow_unsafe: bool = False, loss: str | None = None, cost_model=None,
           polish: int | None = None, screen: int | None = None, optimal: float | None = None,
-          **torch_options) -> PlacementResult:
+          **import_options) -> PlacementResult:
     """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
     ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
     the op a real step runs (default: gplace.real.measurer.step_op's choice); ``cost_model``:
@@ -128,8 +128,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     per move measured (FinetuneConfig.local_screen; None: its default), both ignored for a
     GNNPlacer ``checkpoint``; ``optimal``: seconds for the exact placer (gplace.placers.optimal,
     started from the result's and the heuristics' placements; its placement is taken where it
-    simulates faster, or where nothing else fits); ``torch_options`` (``optimizer``, ``trust``) go to
-    the import of a ``.pt2`` program."""
+    simulates faster, or where nothing else fits); ``import_options`` go to the import
+    (gplace.load_graph): ``signature`` of a SavedModel, ``optimizer`` and ``trust`` of a
+    ``.pt2`` program."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN
@@ -143,7 +144,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         raise ConfigError(f"screen = {screen} must be in [1, {MAX_SCREEN}]")
     if optimal is not None and measure != "sim":
         raise ConfigError("optimal bounds simulated step times; it needs measure='sim'")
-    graph = model if isinstance(model, OpGraph) else load_graph(model, **torch_options)
+    graph = model if isinstance(model, OpGraph) else load_graph(model, **import_options)
     chosen, why = choose_cluster(cluster)
     chosen = with_memory_limit(chosen, memory_limit)
     placer = _placer(checkpoint, seed, finetune, measure, polish, screen)
@@ -368,7 +369,7 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         + loop_caveat(graph, problem) + shape_caveat(graph),
         step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
         groups=problem.num_units, chosen=chosen, left_out=left_out_text(graph),
-        warning=cpu_only_warning(graph, problem, tuned.placement))
+        warning=kernel_warning(graph, problem, tuned.placement), note=import_note(graph))
 
 
 def _shortfall_message(problem, measurer, tried: dict[str, PlaceResult], finetune: int = 0,

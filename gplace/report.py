@@ -108,6 +108,9 @@ def placement_record(result) -> dict:
     summary = {k: v for k, v in result.summary.as_dict().items() if k != "wall_s"}
     record = {"summary": summary, "cluster": result.problem.cluster.summary(),
               "placement": result.op_devices}
+    signature = result.graph.meta.get("import", {}).get("signature")
+    if signature:  # the SavedModel signature placed: `gplace simulate --placement` takes it
+        record["signature"] = signature
     if "torch" in result.graph.meta:  # a PyTorch step: also by FX node and by module
         from gplace.torchfront.record import torch_record
         record["torch"] = torch_record(result.graph, result.op_devices)

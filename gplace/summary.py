@@ -45,6 +45,7 @@ class PlaceSummary:
     left_out: str = ""           # ops of the file outside the training step, e.g. "variable
                                  # initializers 110" (gplace.importer.step); "" when none
     warning: str = ""            # what TensorFlow would not run as placed; "" when nothing
+    note: str = ""               # what the import chose or found that the user should know
 
     @property
     def speedup_vs_single(self) -> float:
@@ -61,7 +62,7 @@ class PlaceSummary:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["devices"] = list(self.devices)
         out["best_heuristic"] = self.best_heuristic._asdict()
-        for key in ("left_out", "warning"):
+        for key in ("left_out", "warning", "note"):
             if not out[key]:
                 del out[key]
         return out
@@ -76,23 +77,51 @@ def _ratio(slower: float | None, faster: float | None) -> float:
 
 
 # ---- the notes of a place() summary ----------------------------------------------------
-def cpu_only_warning(graph, problem, placement) -> str:
-    """A sentence when the placement puts ops that TensorFlow runs only on CPUs (no GPU
-    kernel: the import's ``cpu_only_ops``) on another device; "" otherwise. The simulator
-    does not model kernel availability yet."""
-    cpu_only = graph.meta.get("import", {}).get("cpu_only_ops") or {}
-    if not cpu_only or placement is None:
+def kernel_warning(graph, problem, placement) -> str:
+    """A sentence when the placement puts ops where TensorFlow has no kernel for them: ops
+    that run only on CPUs (the import's ``cpu_only_ops``: string, checkpoint and sparse
+    momentum ops) off the CPU, or ops that run only on GPUs (``gpu_only_ops``: CudnnRNN) off
+    a GPU; "" otherwise. The simulator does not model kernel availability."""
+    im = graph.meta.get("import", {})
+    if placement is None:
         return ""
     on_cpu = np.array(["/device:CPU:" in d.tf_device for d in problem.cluster.devices])
-    op_device = problem.expand(np.asarray(placement))
-    off = ~on_cpu[op_device] & np.isin(graph.op_types, list(cpu_only))
-    if not off.any():
+    op_cpu = on_cpu[problem.expand(np.asarray(placement))]
+    found = []
+    for only, misplaced, where in ((im.get("cpu_only_ops") or {}, ~op_cpu, "GPU"),
+                                   (im.get("gpu_only_ops") or {}, op_cpu, "CPU")):
+        off = misplaced & np.isin(graph.op_types, list(only)) if only else None
+        if off is None or not off.any():
+            continue
+        kinds, n = sorted(set(graph.op_types[off].tolist())), int(off.sum())
+        found.append(f"{n} op{'s' if n > 1 else ''} with no {where} kernel in TensorFlow "
+                     f"({', '.join(kinds[:3])}{', ...' if len(kinds) > 3 else ''}) "
+                     f"{'are' if n > 1 else 'is'} placed on a {where}")
+    if not found:
         return ""
-    kinds, n = sorted(set(graph.op_types[off].tolist())), int(off.sum())
-    return (f"{n} op{'s' if n > 1 else ''} with no GPU kernel in TensorFlow "
-            f"({', '.join(kinds[:3])}{', ...' if len(kinds) > 3 else ''}) "
-            f"{'are' if n > 1 else 'is'} placed off the CPU: TensorFlow's soft placement "
-            "moves their colocation groups to the CPU, and without it the graph fails to run")
+    return ("; ".join(found) + ": TensorFlow's soft placement moves their colocation groups "
+            "to a device that has the kernel, and without it the graph fails to run")
+
+
+def import_note(graph) -> str:
+    """What the import chose or found that changes what is placed: the SavedModel signature it
+    took, functions XLA was asked to compile, a graph with no training update; "" when
+    nothing."""
+    im = graph.meta.get("import", {})
+    notes = []
+    if im.get("signature"):
+        notes.append(f"the step is the SavedModel's signature {im['signature']!r} (--signature "
+                     "chooses another)")
+    if im.get("xla_functions"):
+        n = len(im["xla_functions"])
+        what = f"{n} functions of the step ask" if n > 1 else "a function of the step asks"
+        notes.append(f"{what} XLA to compile them whole (jit_compile=True): gplace places "
+                     "their ops one by one, and placed.pb runs them without XLA")
+    if im.get("trains") is False:
+        notes.append("no optimizer update in the graph (no Apply*, Assign{Add,Sub} or Scatter* "
+                     "op): an inference graph, placed as it is, though gplace is built for "
+                     "training steps")
+    return "; ".join(notes)
 
 
 def left_out_text(graph) -> str:

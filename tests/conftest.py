@@ -52,6 +52,23 @@ def tf2_step():
 
 
 @pytest.fixture
+def save_with_predict():
+    """``save(module, path, signatures=("train", "predict"))``: tf2_step's module saved as a
+    SavedModel with a ``predict`` (and ``serve``, the same function) signature beside
+    ``train``; returns ``path``."""
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+
+    def save(module, path, signatures: tuple[str, ...] = ("train", "predict")):
+        predict = tf.function(lambda x: {"y": tf.matmul(x, module.w)},
+                              input_signature=[tf.TensorSpec([6, 24], tf.float32)])
+        functions = {"train": module.train, "predict": predict, "serve": predict}
+        tf.saved_model.save(module, str(path), signatures={k: functions[k] for k in signatures})
+        return path
+    return save
+
+
+@pytest.fixture
 def rewrite_pt2():
     """``rewrite(path, out, suffix, edit)``: a copy of the .pt2 archive at ``path`` written to
     ``out`` whose members ending with ``suffix`` hold ``edit(their bytes)``; returns ``out``."""

@@ -62,26 +62,58 @@ def test_a_functions_graph_written_without_shapes_is_flagged(tf2_step):
     assert shaped.meta["import"]["shapeless_variables"] == 0 and shape_caveat(shaped) == ""
 
 
-def test_ops_without_a_gpu_kernel_are_named_and_a_placement_off_the_cpu_is_flagged():
+def test_ops_with_kernels_of_one_kind_are_named_and_a_placement_without_their_kernel_flagged():
     import gplace
     from gplace.tfimport import tensorflow
     tf = tensorflow()
     v1 = tf.compat.v1
-    """StringFormat has only a CPU kernel: the import records it, and place's summary warns
-    when the placement puts it on a GPU (the simulator does not model kernels yet)."""
+    """StringFormat has only a CPU kernel, CudnnRNN only a GPU one: the import records them,
+    and place's summary warns when the placement puts one where its kernel is not (the
+    simulator does not model kernels)."""
     from gplace.cluster import load_cluster
-    from gplace.summary import cpu_only_warning
+    from gplace.summary import kernel_warning
     from gplace.problem import PlacementProblem
     graph = tf.Graph()
     with graph.as_default():
         x = v1.placeholder(tf.float32, [4], name="x")
         loss = tf.reduce_sum(tf.square(x), name="loss")
         tf.identity(tf.strings.format("loss {}", loss), name="report")
+        h = v1.placeholder(tf.float32, [1, 2, 3], name="h")
+        tf.raw_ops.CudnnRNN(input=v1.placeholder(tf.float32, [5, 2, 3]), input_h=h, input_c=h,
+                            params=v1.placeholder(tf.float32, [96]), name="rnn")
     g = gplace.load_graph(graph.as_graph_def())
     assert g.meta["import"]["cpu_only_ops"] == {"StringFormat": 1}
+    assert g.meta["import"]["gpu_only_ops"] == {"CudnnRNN": 1}
     problem = PlacementProblem.build(g, load_cluster("post-2gpu"))
     cpu = next(k for k, d in enumerate(problem.cluster.devices) if "CPU" in d.tf_device)
     gpu = next(k for k, d in enumerate(problem.cluster.devices) if "GPU" in d.tf_device)
-    assert cpu_only_warning(g, problem, problem.single_device(cpu)) == ""
-    assert "1 op with no GPU kernel in TensorFlow (StringFormat) is placed off the CPU" in \
-        cpu_only_warning(g, problem, problem.single_device(gpu))
+    on_cpu, on_gpu = (kernel_warning(g, problem, problem.single_device(d)) for d in (cpu, gpu))
+    assert "1 op with no GPU kernel in TensorFlow (StringFormat) is placed on a GPU" in on_gpu
+    assert "CudnnRNN" not in on_gpu
+    assert "1 op with no CPU kernel in TensorFlow (CudnnRNN) is placed on a CPU" in on_cpu
+    assert "StringFormat" not in on_cpu
+
+
+def test_the_import_note_names_xla_and_a_graph_that_does_not_train():
+    import gplace
+    from gplace.summary import import_note
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    w = tf.Variable(tf.ones([4, 4]))
+
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.matmul(x, w))
+        w.assign_sub(0.1 * tape.gradient(loss, w))
+        return loss
+    spec = [tf.TensorSpec([2, 4], tf.float32)]
+    plain = gplace.load_graph(tf.function(step, input_signature=spec).get_concrete_function())
+    assert import_note(plain) == ""
+    whole = tf.function(step, input_signature=spec, jit_compile=True).get_concrete_function()
+    inner = tf.function(step, jit_compile=True)
+    outer = tf.function(lambda x: inner(x) * 2, input_signature=spec).get_concrete_function()
+    for compiled in (gplace.load_graph(whole), gplace.load_graph(outer)):
+        assert "a function of the step asks XLA to compile" in import_note(compiled)
+    predict = tf.function(lambda x: tf.matmul(x, w), input_signature=spec)
+    note = import_note(gplace.load_graph(predict.get_concrete_function()))
+    assert note.startswith("no optimizer update in the graph")

@@ -19,7 +19,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--unknown-dim", type=int, default=1, metavar="N",
                    help="size given to unknown dimensions such as a None batch (default: 1)")
     p.add_argument("--save", metavar="FILE.npz", help="also write the imported OpGraph here")
-    models.add_torch_arguments(p)
+    models.add_import_arguments(p)
     return p
 
 
@@ -30,11 +30,11 @@ def run(args) -> int:
         checks.output_file(args.save, "--save")
     if not str(args.model).endswith(".npz"):  # imported by TensorFlow's graph framework alone
         from gplace.opgraph_cache import finish, prefetch
-        pending = prefetch(args.model, args.unknown_dim)
+        pending = prefetch(args.model, args.unknown_dim, args.signature)
         if pending is not None:
             finish(pending)  # a bad graph's error from there
     graph = models.load_model(args.model, unknown_dim=args.unknown_dim,
-                               **models.torch_options(args))
+                               **models.import_options(args))
     if args.save:
         try:
             graph.save(args.save)
@@ -47,6 +47,8 @@ def run(args) -> int:
         from gplace.cost import cost_model_for
         runs = cost_model_for(args.model).runs(graph)
         summary["loop_runs"] = None if runs is None else int(runs.max())
+    from gplace.summary import import_note, shape_caveat
+    summary["note"] = "; ".join(n for n in (import_note(graph), shape_caveat(graph)[2:]) if n)
     summary["seconds"] = round(time.perf_counter() - start, 3)
     if args.json:
         print(plain_json(summary))
@@ -66,7 +68,8 @@ def render(s: dict) -> str:
         f"groups         {s['groups']:,} colocation groups",
         f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
         "TensorFlow's statistics, the rest estimated)",
-        f"params         {s['param_bytes'] / 2**20:,.1f} MiB",
+        f"params         {s['param_bytes'] / 2**20:,.1f} MiB (variables, optimizer slots "
+        "included)",
         f"loops          {im.get('loops', 0)} TF1 loop frames" + _loop_note(s),
         f"functions      {sum(im.get('inlined_functions', {}).values())} calls inlined, "
         f"{len(im.get('kept_function_ops', {}))} kept as one op",
@@ -75,7 +78,8 @@ def render(s: dict) -> str:
         f"shapes from    {im.get('shape_inference', '?')}",
         "top op types   " + ", ".join(f"{t} {c:,}" for t, c in s["top_op_types"].items()),
     ]
-    lines += [f"note           {n}" for n in im.get("notes", [])]
+    lines += [f"note           {n}" for n in ([s["note"]] if s.get("note") else [])
+              + im.get("notes", [])]
     lines += [f"kept           {op}: {why}" for op, why in
               list(im.get("kept_function_ops", {}).items())[:5]]
     lines.append(f"time           {s['seconds']:.2f} s")

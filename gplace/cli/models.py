@@ -1,13 +1,17 @@
-"""The model argument the commands share: the options of a PyTorch (.pt2) model and the
-import of any model file (TensorFlow through the user cache, .pt2, a gplace .npz)."""
+"""The model argument the commands share: the import options (a SavedModel's signature, a
+PyTorch (.pt2) model's optimizer) and the import of any model file (TensorFlow through the
+user cache, .pt2, a gplace .npz)."""
 
 from __future__ import annotations
 
 import argparse
 
 
-def add_torch_arguments(p: argparse.ArgumentParser) -> None:
-    """--optimizer and --trust-pt2, the options of a PyTorch (.pt2) model."""
+def add_import_arguments(p: argparse.ArgumentParser) -> None:
+    """--signature (a SavedModel's) and --optimizer and --trust-pt2 (a PyTorch model's)."""
+    p.add_argument("--signature", default=None, metavar="NAME",
+                   help="SavedModel only: the signature to place (default: the one that "
+                        "trains, or the only one; the others are left out)")
     p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
                    help=".pt2 only: the optimizer whose updates the step adds: sgd (default), "
                         "momentum (sgd with momentum 0.9), adam or adamw, with hyperparameters "
@@ -21,25 +25,34 @@ def add_torch_arguments(p: argparse.ArgumentParser) -> None:
                         "not arithmetic); refused without this flag")
 
 
-def torch_options(args) -> dict:
-    """The import options of a .pt2 model; a ConfigError when given for another model."""
+def import_options(args) -> dict:
+    """The import options given; a ConfigError when one is given for another kind of model."""
     from gplace.errors import ConfigError
+    if args.optimizer is not None and not args.optimizer.strip():
+        raise ConfigError("--optimizer is empty; name sgd, momentum, adam or adamw")
     given = {"optimizer": args.optimizer, "trust": args.trust_pt2}
     given = {k: v for k, v in given.items() if v}
-    if given and not str(args.model).lower().endswith(".pt2"):
+    pt2 = str(args.model).lower().endswith(".pt2")
+    if given and not pt2:
         raise ConfigError("--optimizer and --trust-pt2 apply to PyTorch (.pt2) models only")
     if "optimizer" in given:  # a bad name or value fails here, before the import
         from gplace.torchfront.optim import parse_optimizer
         given["optimizer"] = parse_optimizer(given["optimizer"])
+    if args.signature is not None:
+        if pt2 or str(args.model).endswith(".npz"):
+            raise ConfigError("--signature chooses a signature of a SavedModel (or .meta); "
+                              f"{args.model} has none")
+        given["signature"] = args.signature
     return given
 
 
-def load_model(path: str, unknown_dim: int = 1, **torch_options):
-    """An OpGraph from a saved ``.npz`` or from anything the importer reads."""
+def load_model(path: str, unknown_dim: int = 1, **options):
+    """An OpGraph from a saved ``.npz`` or from anything the importer reads; ``options``:
+    import_options."""
     from gplace.graph import OpGraph
     if str(path).endswith(".npz"):
         return OpGraph.load(path)
     from gplace.opgraph_cache import load_graph  # a file imported before: from the cache
     if str(path).lower().endswith(".pt2"):
-        return load_graph(path, **torch_options)
-    return load_graph(path, unknown_dim=unknown_dim)
+        return load_graph(path, **options)
+    return load_graph(path, unknown_dim=unknown_dim, **options)

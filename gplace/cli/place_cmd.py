@@ -21,7 +21,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                                    "placement.")
     p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, or a PyTorch "
                                  "torch.export program (.pt2) whose forward returns the loss")
-    models.add_torch_arguments(p)
+    models.add_import_arguments(p)
     p.add_argument("--cluster", default=None,
                    help="preset or YAML file (default: the devices here if there are at least "
                         "two, else post-4gpu)")
@@ -84,7 +84,7 @@ def run(args) -> int:
     pending = None
     if args.measure == "sim":  # the graph imports (TensorFlow) in another process meanwhile
         from gplace.opgraph_cache import finish, prefetch
-        pending = prefetch(args.model)
+        pending = prefetch(args.model, signature=args.signature)
     from gplace.place import place  # numba, the placers
     if args.finetune or args.measure != "sim":
         import torch  # noqa: F401 - fine-tuning's policy (1-2 s): beside the graph's import
@@ -96,7 +96,7 @@ def run(args) -> int:
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
                    loss=args.loss, polish=args.polish, screen=args.screen,
-                   optimal=args.optimal, **models.torch_options(args))
+                   optimal=args.optimal, **models.import_options(args))
     exact = result.exact
     try:
         files = result.export(out)
@@ -181,6 +181,7 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
         f"samples          {s.samples} in {s.wall_s:.1f} s",
         f"costs            {s.costs}",
         f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
+        *([f"note             {s.note}"] if s.note else []),
         *([f"warning          {s.warning}"] if s.warning else []),
     ]
     return "\n".join(lines)

@@ -45,7 +45,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "roofline estimates elsewhere, as `gplace place` costs it")
     p.add_argument("--trace", metavar="FILE", help="write a Chrome/Perfetto trace JSON here")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    models.add_torch_arguments(p)
+    models.add_import_arguments(p)
     return p
 
 
@@ -114,11 +114,16 @@ def run(args) -> int:
     if args.trace:
         checks.output_file(args.trace, "--trace")
     cluster = _cluster(args)
-    options = models.torch_options(args)
+    options = models.import_options(args)
     if args.placement and str(args.model).lower().endswith(".pt2") and "optimizer" not in options:
         recorded = _recorded(args.placement, "torch", "optimizer")  # what was placed
         if recorded:
             options["optimizer"] = recorded
+    if args.placement and "signature" not in options and not str(args.model).lower().endswith(
+            (".pt2", ".npz")):
+        recorded = _recorded(args.placement, "signature")  # the SavedModel signature placed
+        if recorded:
+            options["signature"] = recorded
     graph = models.load_model(args.model, **options)
     model = CostModel.load(args.cost_model) if args.cost_model else cost_model_for(args.model)
     problem = PlacementProblem.build(graph, cluster, model, CoarsenConfig(args.max_units))

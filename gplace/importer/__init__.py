@@ -22,7 +22,7 @@ from gplace.errors import GraphError
 from gplace.graph import OpGraph
 from gplace.importer import colocation, flops as flops_mod, functions, inputs, step
 from gplace.importer import shapes as shapes_mod
-from gplace.importer.reader import read_graph_def
+from gplace.importer.reader import read_graph
 from gplace.tfimport import tensorflow
 
 IMPORTER_VERSION = 3  # bump when imported graphs change (caches key on it)
@@ -42,32 +42,42 @@ def load_any(path, unknown_dim: int = 1) -> OpGraph:
 
 
 def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None,
-               whole_graph: bool = False, **torch_options) -> OpGraph:
+               whole_graph: bool = False, signature: str | None = None,
+               **torch_options) -> OpGraph:
     """Imports ``source`` (a path, a GraphDef, a tf.Graph or a tf.function's
     ConcreteFunction); raises GraphError on bad input.
 
     ``unknown_dim``: the size given to unknown dimensions (see shapes.py); ``inline``: inline
     function calls; ``name``: the graph's name (default: the file name without suffix);
     ``whole_graph``: keep the ops a training step does not run (variable initializers,
-    checkpoint save and restore; step.py), which are left out by default. A ``.pt2`` path goes
+    checkpoint save and restore; step.py), which are left out by default; ``signature``: the
+    SavedModel signature to place (default: the one that trains, step.choose_signature). A
+    ``.pt2`` path goes
     to gplace.torchfront, without TensorFlow; ``torch_options`` (``optimizer``, ``trust``) are
     its own.
     """
     if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
         from gplace import torchfront
+        if signature is not None:
+            raise GraphError(f"{source}: signature {signature!r} asked for, but a PyTorch "
+                             "program has no signatures (a SavedModel has)")
         return torchfront.load_graph(source, name=name, **torch_options)
     if torch_options:
         raise GraphError(f"{', '.join(torch_options)}: options of PyTorch (.pt2) programs only")
     tensorflow()
     start = time.perf_counter()
-    graph_def, kind, label, default_name = _to_graph_def(source)
+    graph_def, kind, label, default_name, signatures = _to_graph_def(source)
     try:
         graph = build_op_graph(graph_def, unknown_dim=unknown_dim, inline=inline,
-                               name=name or default_name, whole_graph=whole_graph)
+                               name=name or default_name, whole_graph=whole_graph,
+                               signatures=signatures, signature=signature)
     except GraphError as e:
         raise GraphError(f"{label}: {e}") from None
     graph.meta["source"] = label
     graph.meta["import"]["format"] = kind
+    outer = getattr(source, "function_def", None)  # a ConcreteFunction's own jit_compile
+    if outer is not None and hasattr(outer, "attr") and functions.must_compile(outer):
+        graph.meta["import"]["xla_functions"].insert(0, outer.signature.name)
     graph.meta["import"]["seconds"] = round(time.perf_counter() - start, 4)
     return graph
 
@@ -75,14 +85,14 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
 def _to_graph_def(source):
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        graph_def, kind = read_graph_def(path)
+        graph_def, kind, signatures = read_graph(path)
         stem = path.name if path.is_dir() else path.name.split(".")[0]
-        return graph_def, kind, str(path), stem
+        return graph_def, kind, str(path), stem, signatures
     graph_def = graph_def_of(source)
     if graph_def is not None:
-        return graph_def, "tf.Graph", "<tf.Graph>", "graph"
+        return graph_def, "tf.Graph", "<tf.Graph>", "graph", {}
     if hasattr(source, "node") and hasattr(source, "library"):
-        return source, "graphdef", "<GraphDef>", "graph"
+        return source, "graphdef", "<GraphDef>", "graph", {}
     raise GraphError(f"cannot import an object of type {type(source).__name__}; pass a file "
                      "path, a tf.compat.v1.GraphDef, a tf.Graph or a ConcreteFunction")
 
@@ -125,7 +135,11 @@ def _mark_captured_variables(func_graph, graph_def) -> None:
 
 
 def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: str = "graph",
-                   depth: int = 0, whole_graph: bool = False) -> OpGraph:
+                   depth: int = 0, whole_graph: bool = False,
+                   signatures: dict[str, list[str]] | None = None,
+                   signature: str | None = None) -> OpGraph:
+    """The OpGraph of ``graph_def``; ``signatures`` ({name: output ops}, a SavedModel's) and
+    ``signature`` (the one asked for) choose the step where the file holds several."""
     if unknown_dim < 1:
         raise GraphError(f"unknown_dim must be at least 1, got {unknown_dim}")
     library = {f.signature.name: f for f in graph_def.library.function}
@@ -143,8 +157,11 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     data, ctrl = inputs.parse_inputs(nodes, index, library)
     left_out: dict[str, int] = {}
     left_out_sinks: dict[str, list[str]] = {}
-    if depth == 0 and not whole_graph:
-        keep, left_out, left_out_sinks = step.step_ops(nodes, data, ctrl, index)
+    chosen = step.choose_signature(nodes, data, ctrl, index, library, signatures or {},
+                                   signature) if depth == 0 else None
+    if depth == 0 and (chosen is not None or not whole_graph):
+        keep, left_out, left_out_sinks = step.step_ops(
+            nodes, data, ctrl, index, outputs=signatures[chosen] if chosen else None)
         if left_out:
             graph_def = _subgraph(graph_def, keep)
             nodes = list(graph_def.node)
@@ -176,10 +193,14 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
         edge_back=is_next[e_src], ctrl_src=c_src, ctrl_dst=c_dst, ctrl_back=is_next[c_src],
         meta={"name": name, "import": {
             "inlined_functions": report.inlined, "kept_function_ops": report.kept,
+            "xla_functions": report.xla,
             "loops": len(frames), "loop_frames": frames[:20],
             "library_functions": len(graph_def.library.function),
-            "left_out": left_out, "left_out_sinks": left_out_sinks,
-            "cpu_only_ops": _cpu_only_ops(op_types) if depth == 0 else {},
+            "left_out": left_out, "left_out_sinks": left_out_sinks, "signature": chosen,
+            "trains": step.trains(np.ones(len(nodes), bool), nodes, library) if depth == 0
+            else None,
+            "cpu_only_ops": _one_kind_ops(op_types, "CPU") if depth == 0 else {},
+            "gpu_only_ops": _one_kind_ops(op_types, "GPU") if depth == 0 else {},
             "shapeless_variables": _shapeless_variables(nodes, data, outs),
             "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
             "shape_inference": "tensorflow" if info.tf_graph is not None
@@ -271,19 +292,21 @@ def _param_bytes(nodes, data, outs) -> np.ndarray:
     return result
 
 
-def _cpu_only_ops(op_types) -> dict[str, int]:
-    """{op type: count} of the ops TensorFlow registers CPU kernels for and no GPU (or
-    device-independent) kernel: ResourceSparseApplyMomentum, string and checkpoint ops. Empty
-    where this TensorFlow has no GPU kernels at all (tensorflow-cpu, macOS): it cannot tell."""
+def _one_kind_ops(op_types, kind: str) -> dict[str, int]:
+    """{op type: count} of the ops TensorFlow registers ``kind`` kernels for ("CPU" or "GPU")
+    and no other (nor device-independent) kernel: on CPUs only ResourceSparseApplyMomentum,
+    string and checkpoint ops; on GPUs only CudnnRNN and its gradients. Empty where this
+    TensorFlow has no GPU kernels at all (tensorflow-cpu, macOS): it cannot tell."""
     from tensorflow.python.framework import kernels
     if not any(k.device_type == "GPU" for k in kernels.get_registered_kernels_for_op(
             "MatMul").kernel):
         return {}
+    other = {"CPU": "GPU", "GPU": "CPU"}[kind]
     found = {}
     for op_type, count in zip(*np.unique(op_types, return_counts=True)):
         registered = kernels.get_registered_kernels_for_op(str(op_type)).kernel
         devices = {k.device_type for k in registered}
-        if "CPU" in devices and not devices & {"GPU", "DEFAULT"}:
+        if kind in devices and not devices & {other, "DEFAULT"}:
             found[str(op_type)] = int(count)
     return found
 
@@ -390,25 +413,56 @@ def _counts_to_cap(cond, bounds: set[int]) -> bool:
 
 def _while_trips(node, by_name) -> int:
     """A while_v2 loop's ``maximum_iterations`` (its second input: loop counter, maximum
-    iterations, loop variables), when a constant reaches it through Identity ops; else 1."""
+    iterations, loop variables), when the graph computes it from constants alone (Keras 3
+    takes the max over its sequence lengths); else 1."""
     data = [i for i in node.input if not i.startswith("^")]
     if len(data) < 2:
         return 1
-    source = by_name.get(data[1].split(":")[0])
-    for _ in range(8):
-        if source is None or source.op != "Identity" or not source.input:
-            break
-        source = by_name.get(source.input[0].split(":")[0])
-    if source is None or source.op != "Const" or "value" not in source.attr:
-        return 1
-    from tensorflow.python.framework import tensor_util
-    try:
-        value = tensor_util.MakeNdarray(source.attr["value"].tensor)
-    except (TypeError, ValueError):
-        return 1
-    if value.size != 1 or value.dtype.kind not in "iu":
+    value = _constant(data[1], by_name)
+    if value is None or value.size != 1 or value.dtype.kind not in "iu":
         return 1
     return int(min(max(int(value.reshape(())), 1), MAX_TRIPS))
+
+
+_PASS_THROUGH = {"Identity", "Cast", "StopGradient", "Snapshot"}
+_REDUCE = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod}
+_ELEMENTWISE = {"Maximum": np.maximum, "Minimum": np.minimum}
+MAX_FOLDED = 1 << 16  # elements: a trip count is folded from a few constants, not a tensor
+
+
+def _constant(ref: str, by_name: dict, depth: int = 0):
+    """The value of tensor ``ref`` where the graph computes it from constants through a few
+    integer ops (Identity, Cast, Range, reductions and Maximum / Minimum); None otherwise."""
+    node = by_name.get(ref.split(":")[0].lstrip("^"))
+    if node is None or depth > 16 or ref.split(":")[1:] not in ([], ["0"]):
+        return None
+    data = [i for i in node.input if not i.startswith("^")]
+    if node.op == "Const" and "value" in node.attr:
+        from tensorflow.python.framework import tensor_util
+        try:
+            value = tensor_util.MakeNdarray(node.attr["value"].tensor)
+        except (TypeError, ValueError):
+            return None
+        return value if value.size <= MAX_FOLDED else None
+    inputs = [_constant(i, by_name, depth + 1) for i in data]
+    if not data or any(v is None or v.dtype.kind not in "iu" for v in inputs):
+        return None
+    try:
+        if node.op in _PASS_THROUGH and len(inputs) == 1:
+            return inputs[0]
+        if node.op in _REDUCE and len(inputs) == 2:
+            keep = bool(node.attr["keep_dims"].b) if "keep_dims" in node.attr else False
+            return np.asarray(_REDUCE[node.op](inputs[0], axis=tuple(inputs[1].reshape(-1)),
+                                               keepdims=keep))
+        if node.op in _ELEMENTWISE and len(inputs) == 2:
+            return np.asarray(_ELEMENTWISE[node.op](*inputs))
+        if node.op == "Range" and len(inputs) == 3 and all(v.size == 1 for v in inputs):
+            start, limit, delta = (int(v.reshape(())) for v in inputs)
+            if delta != 0 and abs(limit - start) // abs(delta) <= MAX_FOLDED:
+                return np.arange(start, limit, delta)
+    except (ValueError, IndexError, np.exceptions.AxisError):
+        return None
+    return None
 
 
 def _function_flops(library, fname, unknown_dim, depth) -> float:

@@ -5,7 +5,8 @@ StatefulPartitionedCall) is replaced by the body's nodes under the prefix ``<cal
 each argument becomes an ``Identity`` of the call's input, and the call's own name becomes an
 ``IdentityN`` of the body's results, so the consumers of the call are untouched. Polymorphic
 functions and functional control flow (While, If, Case) are kept as one op: ``flops.py`` gives
-them the summed cost of their bodies. The report says which was done to each.
+them the summed cost of their bodies. The report says which was done to each, and which
+inlined functions asked XLA to compile them (their ops are then placed one by one).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ MAX_DEPTH = 8  # nested calls inlined this deep; deeper ones are kept as one op
 class InlineReport:
     inlined: dict[str, int] = field(default_factory=dict)   # function name -> calls inlined
     kept: dict[str, str] = field(default_factory=dict)      # call op name -> why it was kept
+    xla: list[str] = field(default_factory=list)            # inlined functions marked for XLA
 
 
 def called_function(node, library: dict) -> str | None:
@@ -137,7 +139,14 @@ def _inline_pass(graph_def, library, report, bodies: dict):
             bodies[fname] = body_graph_def(library[fname], library)
         out.node.extend(_expand_call(node, library[fname], taken, bodies[fname]))
         report.inlined[fname] = report.inlined.get(fname, 0) + 1
+        if must_compile(library[fname]) and fname not in report.xla:
+            report.xla.append(fname)
     return out
+
+
+def must_compile(fdef) -> bool:
+    """Whether a function asks XLA to compile it (``tf.function(jit_compile=True)``)."""
+    return "_XlaMustCompile" in fdef.attr and fdef.attr["_XlaMustCompile"].b
 
 
 def _cannot_inline(fdef) -> str | None:

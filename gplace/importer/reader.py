@@ -17,6 +17,7 @@ from gplace.errors import GraphError
 TEXT_SUFFIXES = (".pbtxt", ".pbtext", ".txt", ".prototxt")
 BINARY_SUFFIXES = (".pb", ".graphdef", ".meta")
 SUPPORTED = ".pb, .pbtxt, .meta, or a SavedModel directory"
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 
 
 def _protos(lean: bool = False):
@@ -41,11 +42,18 @@ def read_graph_def(path: str | Path, lean: bool = False):
     """Returns ``(graph_def, kind)`` with kind one of graphdef, metagraph, savedmodel.
     ``lean``: without starting TensorFlow where possible (see _protos): the GraphDef is then
     TensorBoard's class, for code that only reads, edits and writes it."""
+    return read_graph(path, lean)[:2]
+
+
+def read_graph(path: str | Path, lean: bool = False):
+    """``(graph_def, kind, signatures)``: read_graph_def's pair and, for a MetaGraphDef or
+    SavedModel, its signatures as {name: the names of the ops its outputs come from}."""
     file, data = read_graph_file(path)
     if file.name == "saved_model.pbtxt" or (file.name == "saved_model.pb" and Path(path).is_dir()):
         protos = _protos()
         parse = _parse_text if file.suffix == ".pbtxt" else _parse_binary
-        return parse(file, data, protos)[0], "savedmodel"
+        graph_def, _, signatures = parse(file, data, protos)
+        return graph_def, "savedmodel", signatures
     parse = _parse_text if file.suffix.lower() in TEXT_SUFFIXES else functools.partial(
         _parse_binary, prefer_meta=(file.suffix.lower() == ".meta"))
     if lean and _protos(lean)[2] is None:
@@ -68,6 +76,10 @@ def read_graph_file(path: str | Path) -> tuple[Path, bytes]:
             raise GraphError(f"{path}: a directory, but not a SavedModel (no saved_model.pb "
                              f"inside)")
         path = inside[0]
+    elif path.suffix.lower() in KERAS_SUFFIXES:
+        raise GraphError(f"{path}: a Keras model file holds a model, not a training step; save "
+                         "a tf.function that trains it as a SavedModel, or write its concrete "
+                         "function's graph with add_shapes=True (README: a TF2 or Keras step)")
     elif path.suffix.lower() not in TEXT_SUFFIXES + BINARY_SUFFIXES:
         raise GraphError(f"{path}: unsupported file type {path.suffix.lower() or '(no suffix)'!r}"
                          f"; expected {SUPPORTED}")
@@ -110,15 +122,24 @@ def _looks_like_graph(graph_def) -> bool:
 
 
 def _unwrap(proto, protos):
-    """GraphDef inside a MetaGraphDef or SavedModel (the training graph when one is tagged
-    "train"); None for a SavedModel without meta graphs."""
+    """``(graph_def, signatures)``: the GraphDef inside a MetaGraphDef or SavedModel (the
+    training graph when one is tagged "train"; None for a SavedModel without meta graphs) and
+    its signatures (:func:`read_graph`); a GraphDef is its own, without signatures."""
     GraphDef, MetaGraphDef, SavedModel = protos
     if SavedModel is not None and isinstance(proto, SavedModel):
         metas = sorted(proto.meta_graphs, key=lambda m: "train" not in m.meta_info_def.tags)
-        return metas[0].graph_def if metas else None
+        return (metas[0].graph_def, _signatures(metas[0])) if metas else (None, {})
     if isinstance(proto, MetaGraphDef):
-        return proto.graph_def
-    return proto
+        return proto.graph_def, _signatures(proto)
+    return proto, {}
+
+
+def _signatures(meta_graph) -> dict[str, list[str]]:
+    """{signature name: the ops whose outputs it returns} ("StatefulPartitionedCall:0" is an
+    output of the op StatefulPartitionedCall)."""
+    return {name: sorted({tensor.name.split(":")[0].lstrip("^")
+                          for tensor in sig.outputs.values() if tensor.name})
+            for name, sig in sorted(meta_graph.signature_def.items())}
 
 
 def _candidates(protos, prefer_meta: bool):
@@ -129,8 +150,9 @@ def _candidates(protos, prefer_meta: bool):
 
 
 def _first_graph(parse, errors, protos, prefer_meta: bool = False):
-    """``((graph_def, kind), None, None)`` for the first message kind that ``parse(proto)``
-    fills with ops; else ``(None, the first parse error, the GraphDef if it parsed)``."""
+    """``((graph_def, kind, signatures), None, None)`` for the first message kind that
+    ``parse(proto)`` fills with ops; else ``(None, the first parse error, the GraphDef if it
+    parsed)``."""
     first_error, plain = None, None
     for cls, kind in _candidates(protos, prefer_meta):
         proto = cls()
@@ -139,9 +161,9 @@ def _first_graph(parse, errors, protos, prefer_meta: bool = False):
         except errors as e:
             first_error = first_error or e
             continue
-        graph_def = _unwrap(proto, protos)
+        graph_def, signatures = _unwrap(proto, protos)
         if _looks_like_graph(graph_def):
-            return (graph_def, kind), None, None
+            return (graph_def, kind, signatures), None, None
         plain = proto if kind == "graphdef" and proto.ListFields() else plain
     return None, first_error, plain
 

@@ -21,6 +21,11 @@ step's. Otherwise a sink is bookkeeping when it is
   (what ``sess.run(variable)`` fetches, not what the step reads).
 
 A graph whose sinks are all bookkeeping is kept whole.
+
+A SavedModel of TF2 holds each signature as a call of its function, and placing them all would
+place a ``train_step`` and a ``serving_default`` together, the forward pass twice.
+:func:`choose_signature` picks the one that trains (or the one asked for) and ``step_ops``
+keeps the ops its outputs need; the other signatures are left out.
 """
 
 from __future__ import annotations
@@ -28,6 +33,9 @@ from __future__ import annotations
 import re
 
 import numpy as np
+
+from gplace.errors import GraphError
+from gplace.importer.functions import called_functions
 
 CHECKPOINT_OPS = frozenset({"SaveV2", "RestoreV2", "MergeV2Checkpoints", "Save", "SaveSlices",
                             "Restore", "RestoreSlice", "ShardedFilename", "ShardedFilespec"})
@@ -40,29 +48,20 @@ FEEDS = frozenset({"Placeholder", "PlaceholderV2", "PlaceholderWithDefault"})
 TRAINING_UPDATE = re.compile(r"(Resource)?(Sparse)?Apply[A-Za-z0-9]+|(Resource)?Scatter"
                              r"[A-Za-z]+|Assign(Add|Sub)(VariableOp)?")
 MAX_NAMED = 20
+OTHER_SIGNATURES = "other signatures"
+INIT_SIGNATURE = "__saved_model_init_op"  # tf.saved_model.INIT_OP_SIGNATURE_KEY
 
 
-def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict[str, int],
-                                                                dict[str, list[str]]]:
+def step_ops(nodes, data, ctrl, index: dict[str, int], outputs: list[str] | None = None
+             ) -> tuple[np.ndarray, dict[str, int], dict[str, list[str]]]:
     """``(keep, left_out, sinks)``: a bool mask over ``nodes`` (the ops of the step), the
     number of ops left out per kind of bookkeeping sink, and the names of those sinks per kind
     (the first :data:`MAX_NAMED`; every initializer). ``data``/``ctrl``: the edges
-    (src, out, dst) / (src, dst) of gplace.importer.inputs.parse_inputs."""
+    (src, out, dst) / (src, dst) of gplace.importer.inputs.parse_inputs. ``outputs``: the
+    ops a chosen signature returns (choose_signature); the step is what they need, and every
+    other sink that is not bookkeeping is left out as one of the other signatures."""
     n = len(nodes)
-    preds: list[list[int]] = [[] for _ in range(n)]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    for edge in data:
-        preds[edge[2]].append(edge[0])
-        succs[edge[0]].append(edge[2])
-    for src, dst in ctrl:
-        preds[dst].append(src)
-        succs[src].append(dst)
-    for k, node in enumerate(nodes):  # a kept op needs its colocation targets in the graph
-        if "_class" in node.attr:
-            for entry in node.attr["_class"].list.s:
-                target = entry.decode(errors="replace")
-                if target.startswith("loc:@") and target[5:] in index:
-                    preds[k].append(index[target[5:]])
+    preds, succs = _edges(nodes, data, ctrl, index)
     ops = [node.op for node in nodes]
     after_checkpoint = _reach([k for k in range(n) if ops[k] in CHECKPOINT_OPS], succs)
     after_check = _reach([k for k in range(n) if ops[k] in INIT_CHECK_OPS], succs)
@@ -87,6 +86,10 @@ def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict
                 ops[index.get(name[:-len("/Read/ReadVariableOp")], k)] in VARIABLE_OPS:
             kind[k] = "variable reads"
     step = [k for k in sinks if k not in kind]
+    if outputs is not None:
+        chosen = {index[name] for name in outputs}
+        kind.update({k: OTHER_SIGNATURES for k in step if k not in chosen})
+        step = sorted(chosen)
     if not step:
         return np.ones(n, bool), {}, {}
     named: dict[str, list[str]] = {}
@@ -103,6 +106,94 @@ def step_ops(nodes, data, ctrl, index: dict[str, int]) -> tuple[np.ndarray, dict
     if not counted.all():
         left_out["unused ops"] = int((~counted).sum())
     return keep, left_out, named
+
+
+def choose_signature(nodes, data, ctrl, index: dict[str, int], library: dict,
+                     signatures: dict[str, list[str]], requested: str | None) -> str | None:
+    """The signature whose ops make the step: ``requested``, else the one that trains (reaches
+    a training update, in the graph or in a function it calls), else the only one there is;
+    None where the whole graph is the step (no signatures, or a TF1 graph whose training op
+    is outside every signature). SavedModel's own ``__saved_model_init_op`` is bookkeeping, not
+    a candidate. A GraphError where the choice is the user's: a signature that is not there,
+    or several and not exactly one that trains."""
+    candidates = {k: v for k, v in signatures.items() if k != INIT_SIGNATURE}
+    names = ", ".join(sorted(candidates)[:8]) + (", ..." if len(candidates) > 8 else "")
+    if requested is not None:
+        if requested not in candidates:
+            raise GraphError(f"no signature {requested!r}; " + (
+                f"it holds {names}" if candidates else
+                "the graph has none (only a SavedModel or MetaGraphDef has signatures)"))
+        missing = [o for o in candidates[requested] if o not in index]
+        if missing:
+            raise GraphError(f"signature {requested!r} returns the outputs of op "
+                             f"{missing[0]!r}, which the graph does not hold")
+        return requested
+    candidates = {k: v for k, v in candidates.items() if v and all(o in index for o in v)}
+    if not candidates:
+        return None
+    preds, _ = _edges(nodes, data, ctrl, index)
+    updating = updating_functions(library)
+    trains = [name for name in sorted(candidates) if _trains(
+        _reach([index[o] for o in candidates[name]], preds), nodes, library, updating)]
+    if len(trains) == 1:
+        return trains[0]
+    if not trains and _trains(np.ones(len(nodes), bool), nodes, library, updating):
+        return None  # TF1: the training op is in the graph, the signatures serve
+    if not trains and len(candidates) == 1:
+        return next(iter(candidates))
+    which = (f"{len(trains)} of them train ({', '.join(trains)})" if trains
+             else "none of them trains (no optimizer update: an inference graph?)")
+    raise GraphError(f"the SavedModel holds {len(candidates)} signatures ({names}) and "
+                     f"{which}; gplace places one step: pass --signature NAME "
+                     "(signature=NAME in Python)")
+
+
+def trains(keep: np.ndarray, nodes, library: dict) -> bool:
+    """Whether the ops ``keep`` marks update a variable as an optimizer does (an op of
+    :data:`TRAINING_UPDATE`, or a call or functional op whose functions hold one)."""
+    return _trains(keep, nodes, library, updating_functions(library))
+
+
+def updating_functions(library: dict) -> set[str]:
+    """The names of the library functions that hold a training update, directly or in a
+    function they call (a While's body, an If's branch, a call)."""
+    calls = {name: {c for node in f.node_def for c in called_functions(node, library)}
+             for name, f in library.items()}
+    updating = {name for name, f in library.items()
+                if any(TRAINING_UPDATE.fullmatch(node.op) for node in f.node_def)}
+    grew = True
+    while grew:
+        more = {name for name in calls if name not in updating and calls[name] & updating}
+        updating |= more
+        grew = bool(more)
+    return updating
+
+
+def _trains(keep, nodes, library: dict, updating: set[str]) -> bool:
+    return any(TRAINING_UPDATE.fullmatch(nodes[k].op)
+               or any(f in updating for f in called_functions(nodes[k], library))
+               for k in np.flatnonzero(keep))
+
+
+def _edges(nodes, data, ctrl, index) -> tuple[list[list[int]], list[list[int]]]:
+    """(predecessors, successors) per op: data and control edges, and a kept op's ``loc:@``
+    colocation targets, which it needs in the graph."""
+    n = len(nodes)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for edge in data:
+        preds[edge[2]].append(edge[0])
+        succs[edge[0]].append(edge[2])
+    for src, dst in ctrl:
+        preds[dst].append(src)
+        succs[src].append(dst)
+    for k, node in enumerate(nodes):
+        if "_class" in node.attr:
+            for entry in node.attr["_class"].list.s:
+                target = entry.decode(errors="replace")
+                if target.startswith("loc:@") and target[5:] in index:
+                    preds[k].append(index[target[5:]])
+    return preds, succs
 
 
 def _reach(start: list[int], edges: list[list[int]]) -> np.ndarray:

@@ -24,3 +24,20 @@ def test_a_looped_graph_is_told_how_its_loops_are_simulated(capsys, tmp_path):
     loops = next(line for line in capsys.readouterr().out.splitlines()
                  if line.startswith("loops"))
     assert loops == "loops          0 TF1 loop frames"
+
+
+def test_a_saved_models_signature_is_chosen_by_option_and_named(capsys, tmp_path, tf2_step,
+                                                                monkeypatch, save_with_predict):
+    monkeypatch.setenv("GPLACE_CACHE_DIR", str(tmp_path / "cache"))
+    path = save_with_predict(tf2_step, tmp_path / "m")
+    assert main(["inspect", str(path)]) == 0
+    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note")]
+    assert note and "signature 'train'" in note[0] and "no optimizer update" not in note[0]
+    assert main(["inspect", str(path), "--signature", "predict"]) == 0
+    note = [line for line in capsys.readouterr().out.splitlines() if line.startswith("note")]
+    assert "signature 'predict'" in note[0] and "no optimizer update" in note[0]
+    assert main(["inspect", str(path), "--signature", "nope"]) == 2
+    assert capsys.readouterr().err.strip().endswith("no signature 'nope'; it holds predict, train")
+    pb = ROOT / "gplace" / "examples" / "small_resnet.pb"
+    assert main(["inspect", str(pb), "--signature", "train"]) == 2
+    assert "the graph has none" in capsys.readouterr().err

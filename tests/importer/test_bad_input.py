@@ -108,6 +108,8 @@ CASES = {
                            "syntax error in text GraphDef: 1:"),
     "unsupported type": (lambda p: write(p, "model.onnx", b"\x08\x01"),
                          "unsupported file type '.onnx'; expected .pb, .pbtxt"),
+    "Keras model file": (lambda p: write(p, "model.keras", b"PK\x03\x04"),
+                         "a Keras model file holds a model, not a training step"),
     "missing input op": (lambda p: write(p, "dangling.pbtxt",
                                          GOOD_NODE + 'node { name: "b" op: "Identity" input: "zz" }'),
                          "op 'b' has input 'zz', which names a missing op"),

@@ -3,6 +3,7 @@ checkpoint ops beside it (gplace/importer/step.py); TF2 steps written as a Saved
 over as a ConcreteFunction keep their colocations, shapes and parameters."""
 
 import numpy as np
+import pytest
 
 import gplace
 from gplace.place import place
@@ -93,6 +94,40 @@ def test_a_saved_model_step_keeps_its_colocations_and_leaves_out_its_checkpoint_
         tf.compat.v1.import_graph_def(placed, name="")
 
 
+def test_the_signature_that_trains_is_the_step_and_the_others_are_left_out(tmp_path, tf2_step,
+                                                                          save_with_predict):
+    alone = gplace.load_graph(save_with_predict(tf2_step, tmp_path / "a", ("train",)))
+    both = gplace.load_graph(save_with_predict(tf2_step, tmp_path / "b"))
+    assert both.meta["import"]["signature"] == "train" and both.meta["import"]["trains"]
+    assert both.meta["import"]["left_out"]["other signatures"] > 0
+    # the same step as the SavedModel that holds it alone: one forward pass, not two
+    assert both.num_ops == alone.num_ops and both.flops.sum() == alone.flops.sum()
+    assert (both.op_types == "MatMul").sum() == (alone.op_types == "MatMul").sum()
+    predict = gplace.load_graph(tmp_path / "b", signature="predict")
+    assert predict.meta["import"]["signature"] == "predict"
+    assert not predict.meta["import"]["trains"] and predict.num_ops < both.num_ops
+
+
+def test_several_signatures_and_none_that_trains_ask_for_a_choice(tmp_path, tf2_step,
+                                                                  save_with_predict):
+    path = save_with_predict(tf2_step, tmp_path / "m", ("predict", "serve"))
+    with pytest.raises(gplace.GraphError, match=r"2 signatures \(predict, serve\) and none of "
+                                                r"them trains.*--signature NAME"):
+        gplace.load_graph(path)
+    with pytest.raises(gplace.GraphError, match=r"no signature 'train'; it holds predict, serve"):
+        gplace.load_graph(path, signature="train")
+    only = gplace.load_graph(save_with_predict(tf2_step, tmp_path / "p", ("predict",)))
+    assert only.meta["import"]["signature"] == "predict"
+    assert only.meta["import"]["trains"] is False
+
+
+def test_a_tf1_graph_trains_whatever_its_signatures():
+    gd = tf1_step(saver=False)
+    assert gplace.load_graph(gd).meta["import"]["trains"]
+    with pytest.raises(gplace.GraphError, match="the graph has none"):
+        gplace.load_graph(gd, signature="train")
+
+
 def test_a_concrete_function_brings_its_variables_shapes_and_bytes(tf2_step):
     module = tf2_step
     graph = gplace.load_graph(module.train.get_concrete_function())
@@ -100,6 +135,20 @@ def test_a_concrete_function_brings_its_variables_shapes_and_bytes(tf2_step):
     assert graph.param_bytes.sum() == 2 * 24 * 12 * 4
     matmuls = graph.op_types == "MatMul"
     assert matmuls.sum() >= 2 and np.all(graph.flops[matmuls] == 2 * 6 * 24 * 12)
+
+
+def test_a_trip_count_folded_from_constants_counts():
+    """Keras 3's recurrent layers pass maximum_iterations through a Max over a constant (the
+    sequence lengths): the loop counts that many trips, as with a constant."""
+    @tf.function(input_signature=[tf.TensorSpec([8, 8], tf.float32)])
+    def loop(x):
+        trips = tf.reduce_max(tf.constant([3, 12, 5]), axis=tf.range(1))
+        return tf.while_loop(lambda i, a: i < 100, lambda i, a: (i + 1, tf.matmul(a, x)),
+                             [0, x], maximum_iterations=trips)[1]
+    g = gplace.load_graph(loop.get_concrete_function())
+    loop_op = int(np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))[0])
+    assert any("12 iterations" in n for n in g.meta["import"]["notes"])
+    assert g.flops[loop_op] >= 12 * 2 * 8 * 8 * 8
 
 
 def test_a_scan_counts_its_iterations():
