@@ -19,6 +19,9 @@ output (or largest input) element count ``n``:
   hash and the transform);
 - FFTs: 5 n log2(m) for n complex elements transformed over m points (Cooley-Tukey);
 - CropAndResize and its gradients: 8 per interpolated element (bilinear weights);
+- cuDNN's fused RNNs (CudnnRNN, V2, V3): 2 x gates x hidden x (layer input + hidden) per
+  time step, batch row, layer and direction (gates: 4 LSTM, 3 GRU, 1 plain RNN); their
+  gradients twice that;
 - data movement (Identity, Reshape, Const, Cast, Concat, Gather, ...) and unknown ops: 0 FLOPs;
   their cost comes from the bytes they move (the cost model's memory term).
 """
@@ -63,6 +66,9 @@ APPLY = {"GradientDescent": 2, "Momentum": 4, "KerasMomentum": 4, "Adagrad": 4, 
          "RMSProp": 6, "CenteredRMSProp": 8, "Adam": 10, "AdaMax": 10, "Adadelta": 8,
          "Ftrl": 12, "FtrlV2": 12, "ProximalGradientDescent": 4, "ProximalAdagrad": 6}
 _APPLY_RE = re.compile(r"^(?:Resource)?(?:Sparse)?Apply(\w+)$")
+# cuDNN's fused RNNs: forward = 1 x their matrix products, the backward pass twice that
+CUDNN_RNN = {"CudnnRNN": 1, "CudnnRNNV2": 1, "CudnnRNNV3": 1, "CudnnRNNBackprop": 2,
+             "CudnnRNNBackpropV2": 2, "CudnnRNNBackpropV3": 2}
 
 
 def elements(shape: tuple[int, ...] | None, unknown_dim: int) -> int:
@@ -92,10 +98,28 @@ def estimate(op_type: str, out_shapes: list, in_shapes: list, attrs, unknown_dim
         kernel = in_shapes[1] if op_type.endswith("Input") else (out_shapes or [None])[0]
         kh_kw = elements(kernel[:2], unknown_dim) if kernel else 1
         return 2.0 * elements(in_shapes[2], unknown_dim) * kh_kw
+    if op_type in CUDNN_RNN:
+        return CUDNN_RNN[op_type] * _cudnn_rnn_flops(attrs, in_shapes, unknown_dim)
     match = _APPLY_RE.match(op_type)
     if match and match.group(1) in APPLY:
         return float(APPLY[match.group(1)] * n_in)
     return 0.0
+
+
+def _cudnn_rnn_flops(attrs, in_shapes, unknown_dim) -> float:
+    """The forward matrix products of a fused cuDNN RNN: input [T, B, I] (or [B, T, I] when
+    not time-major), initial state [layers x directions, B, H]."""
+    if len(in_shapes) < 2 or any(s is None or len(s) != 3 for s in in_shapes[:2]):
+        return 0.0
+    (t, b, i), (ld, _, h) = ([unknown_dim if d < 0 else d for d in s] for s in in_shapes[:2])
+    if "time_major" in attrs and not attrs["time_major"].b:
+        t, b = b, t
+    mode = attrs["rnn_mode"].s.decode() if "rnn_mode" in attrs else "lstm"
+    gates = {"lstm": 4, "gru": 3}.get(mode, 1)
+    directions = 2 if "direction" in attrs and attrs["direction"].s == b"bidirectional" else 1
+    layers = max(ld // directions, 1)
+    per_row = i + h + (layers - 1) * (directions * h + h)  # each layer's input and recurrence
+    return 2.0 * gates * h * per_row * t * b * directions
 
 
 def _fft_flops(dims: int, shapes: list, unknown_dim: int) -> float:
