@@ -29,6 +29,9 @@ def source_graph_def(src, lean: bool = False):
             graph_def, _ = read_graph_def(src)
     elif graph_def_of(src) is not None:
         graph_def = graph_def_of(src)
+        # the functions as this process defined them, without the shapes graph_def_of adds:
+        # importing placed.pb beside them must not define them a second time, differently
+        graph_def.library.CopyFrom(getattr(src, "graph", src).as_graph_def().library)
     elif hasattr(src, "node"):
         graph_def = src
     else:

@@ -267,33 +267,90 @@ def fetch_ops(graph, limit: int = 10) -> tuple[list[str], list[str], list[str], 
 def _how_to_run(result) -> str:
     used = sorted(set(result.op_devices.values()))
     remote = any(not d.startswith("/job:localhost") for d in used)
-    target = '"grpc://HOST:PORT", ' if remote else ""
-    inits, steps, feeds, more = fetch_ops(result.graph)
-    init = (f"    sess.run({inits!r})  # once: the initializers\n" if inits else
-            "    # run your variables' initializer once, if the graph has one\n")
-    feed = (", feed_dict={" + ", ".join(f"{n + ':0'!r}: ..." for n in feeds[:8])
-            + (", ..." if len(feeds) > 8 else "") + "}") if feeds else ""
-    step = (f"    sess.run({steps!r}{feed})  # each step: the training ops"
-            + (f" (and {more} more ops nothing depends on)" if more else "") + "\n")
-    code = (
-        "import tensorflow as tf\n\n"
-        "graph_def = tf.compat.v1.GraphDef()\n"
-        "graph_def.ParseFromString(open(\"placed.pb\", \"rb\").read())\n"
-        "with tf.Graph().as_default() as graph:\n"
-        "    tf.graph_util.import_graph_def(graph_def, name=\"\")\n"
-        "# allow_soft_placement=False: fail rather than move an op off its device\n"
-        "config = tf.compat.v1.ConfigProto(allow_soft_placement=False)\n"
-        f"with tf.compat.v1.Session({target}graph=graph, config=config) as sess:\n"
-        + init + step)
-    where = (" on the TF cluster whose tasks these are (a session on one of its servers, "
-             "<code>grpc://HOST:PORT</code>)" if remote else "")
+    runs_with = result.graph.meta.get("import", {}).get("runs_with")
+    if runs_with is None and _captured_variables(result.graph):
+        code, how = _function_recipe(), (
+            "<code>placed.pb</code> is the graph of the <code>tf.function</code> you placed, "
+            "with <code>NodeDef.device</code> set on every op; its variables come in as "
+            "resource placeholders (the function's captures), so it runs inside "
+            "<code>tf.compat.v1.wrap_function</code> with them mapped to your variables. It "
+            "uses these devices:")
+    else:
+        code, how = _session_recipe(result, runs_with, remote), (
+            "<code>placed.pb</code> is the graph with <code>NodeDef.device</code> set on every "
+            "op; run it like the original graph" + (
+                " on the TF cluster whose tasks these are (a session on one of its servers, "
+                "<code>grpc://HOST:PORT</code>)" if remote else "") + ". It uses these devices:")
     devices = "".join(f"<li><code>{_e(d)}</code></li>" for d in used)
-    return (f"<p><code>placed.pb</code> is the graph with <code>NodeDef.device</code> set on "
-            f"every op; run it like the original graph{where}. It uses these devices:</p>"
-            f"<ul>{devices}</ul><pre>{_e(code)}</pre>"
+    return (f"<p>{how}</p><ul>{devices}</ul><pre>{_e(code)}</pre>"
             f"<p>Also in this folder: <code>placement.json</code> (the summary and op name to "
             f"device), <code>trace.json</code> (the simulated step; open it in "
             f"<a href='https://ui.perfetto.dev'>ui.perfetto.dev</a>) and the figures.</p>")
+
+
+def _captured_variables(graph) -> bool:
+    """Whether the step reads variables through resource placeholders (a tf.function's
+    graph: its captures), which a TF1 session cannot feed."""
+    placeholders = np.flatnonzero(graph.op_types == "Placeholder")
+    return bool((graph.out_dtype[graph.out_ptr[placeholders]] == "resource").any())
+
+
+_READ_PLACED = ("import tensorflow as tf\n\n"
+                "graph_def = tf.compat.v1.GraphDef()\n"
+                "graph_def.ParseFromString(open(\"placed.pb\", \"rb\").read())\n")
+
+
+def _session_recipe(result, runs_with: dict | None, remote: bool) -> str:
+    """A TF1 session that runs the step: a SavedModel's variables restored by its saver and
+    its signature fed and fetched, else the initializers the import left out and the ops
+    that update variables (fetch_ops)."""
+    target = '"grpc://HOST:PORT", ' if remote else ""
+    inits, steps, feeds, more = fetch_ops(result.graph)
+    saver = (runs_with or {}).get("saver")
+    signature = (runs_with or {}).get("signature")
+    if saver:
+        source = str(result.graph.meta.get("source", "SAVED_MODEL_DIR")).rstrip("/")
+        init = (f"    sess.run({saver['restore_op']!r}, {{{saver['filename_tensor']!r}: "
+                f"{source + '/variables/variables'!r}}})  # once: the SavedModel's variables\n")
+    elif inits:
+        init = f"    sess.run({inits!r})  # once: the initializers\n"
+    else:
+        init = "    # run your variables' initializer once, if the graph has one\n"
+    if signature:
+        feed = ", ".join(f"{tensor!r}: ..." for tensor in signature["inputs"].values())
+        step = (f"    sess.run({signature['outputs']!r}, feed_dict={{{feed}}})  # each step: "
+                f"signature {result.graph.meta['import'].get('signature')!r} (inputs "
+                f"{', '.join(signature['inputs'])})\n")
+    else:
+        fed = (", feed_dict={" + ", ".join(f"{n + ':0'!r}: ..." for n in feeds[:8])
+               + (", ..." if len(feeds) > 8 else "") + "}") if feeds else ""
+        step = (f"    sess.run({steps!r}{fed})  # each step: the training ops"
+                + (f" (and {more} more ops nothing depends on)" if more else "") + "\n")
+    return (_READ_PLACED +
+            "with tf.Graph().as_default() as graph:\n"
+            "    tf.graph_util.import_graph_def(graph_def, name=\"\")\n"
+            "# allow_soft_placement=False: fail rather than move an op off its device\n"
+            "config = tf.compat.v1.ConfigProto(allow_soft_placement=False)\n"
+            f"with tf.compat.v1.Session({target}graph=graph, config=config) as sess:\n"
+            + init + step)
+
+
+def _function_recipe() -> str:
+    """The placed graph of a tf.function run in place of it: its captured variables' handles
+    and its inputs mapped onto the graph's placeholders."""
+    return (_READ_PLACED +
+            "concrete = step.get_concrete_function(...)  # the tf.function you placed\n\n"
+            "def run_placed(*args):\n"
+            "    captured = {inner.name: tf.identity(outer)\n"
+            "                for outer, inner in concrete.graph.captures}\n"
+            "    feeds = {t.name: a for t, a in zip(concrete.inputs, args)}\n"
+            "    return tf.graph_util.import_graph_def(\n"
+            "        graph_def, input_map={**feeds, **captured},\n"
+            "        return_elements=[t.name for t in concrete.outputs], name=\"placed\")\n\n"
+            "placed_step = tf.compat.v1.wrap_function(\n"
+            "    run_placed, tf.nest.flatten(concrete.structured_input_signature))\n"
+            "# each call: one training step, each op on its device; the arguments flattened\n"
+            "placed_step(*tf.nest.flatten(batch))\n")
 
 
 def _no_placed_pb() -> str:

@@ -202,3 +202,73 @@ def test_an_opgraph_imported_from_a_file_exports_its_placed_pb(tmp_path):
     path.unlink()
     result.export(tmp_path / "again")
     assert not (tmp_path / "again" / "placed.pb").exists()
+
+
+def _recipe(folder: Path) -> str:
+    """The code report.html gives for running placed.pb."""
+    import html
+    page = (folder / "report.html").read_text()
+    return html.unescape(page.split("<h2>Running placed.pb</h2>", 1)[1]
+                         .split("<pre>", 1)[1].split("</pre>", 1)[0])
+
+
+def _tf2_step():
+    """A tf.function that trains two variables, in this process; (its variables, itself)."""
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    w, v = tf.Variable(tf.ones([4, 4])), tf.Variable(tf.zeros([4]))
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 4], tf.float32)])
+    def step(x):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.nn.relu(tf.matmul(x, w) + v) ** 2)
+        gw, gv = tape.gradient(loss, [w, v])
+        w.assign_sub(0.01 * gw)
+        v.assign_sub(0.01 * gv)
+        return {"loss": loss}
+    return (w, v), step
+
+
+def test_the_recipe_of_a_functions_placed_graph_runs_its_steps(tmp_path, monkeypatch):
+    """placed.pb of a tf.function reads its variables through placeholders: the recipe maps
+    them to the variables, in the process that traced it, and two steps give eager's losses."""
+    from gplace.place import place
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    (w, v), step = _tf2_step()
+    place(step.get_concrete_function(), cluster="post-2gpu", polish=0,
+          progress=False).export(tmp_path)
+    x = tf.constant(np.arange(8, dtype=np.float32).reshape(2, 4) / 10)
+    eager = [float(step(x)["loss"]) for _ in range(2)]
+    w.assign(tf.ones([4, 4]))
+    v.assign(tf.zeros([4]))
+    code = _recipe(tmp_path)
+    assert "wrap_function" in code and "sess.run" not in code
+    monkeypatch.chdir(tmp_path)
+    scope = {"step": step, "batch": (x,)}
+    exec(code.replace("get_concrete_function(...)", "get_concrete_function()"), scope)
+    again = [float(scope["placed_step"](x)[0]) for _ in range(1)]  # the recipe ran one
+    assert again == eager[1:]
+
+
+def test_the_recipe_of_a_saved_models_placed_graph_restores_and_runs_its_signature(
+        tmp_path, monkeypatch):
+    from gplace.place import place
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    (w, v), step = _tf2_step()
+    module = tf.Module()
+    module.w, module.v = w, v
+    tf.saved_model.save(module, str(tmp_path / "sm"), signatures={"train": step})
+    x = np.arange(8, dtype=np.float32).reshape(2, 4) / 10
+    eager = float(step(x)["loss"])
+    result = place(str(tmp_path / "sm"), cluster="post-2gpu", polish=0, progress=False)
+    result.export(tmp_path / "out")
+    code = _recipe(tmp_path / "out")
+    assert "variables/variables" in code and "signature 'train' (inputs x)" in code
+    monkeypatch.chdir(tmp_path / "out")
+    code = code.replace("allow_soft_placement=False", "allow_soft_placement=True")  # no GPU
+    code = code.replace("    sess.run({'loss'", "    out = sess.run({'loss'").replace("...", "x")
+    scope = {"x": x}
+    exec(code, scope)
+    assert float(scope["out"]["loss"]) == eager  # the saved variables, one step

@@ -66,15 +66,20 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
         raise GraphError(f"{', '.join(torch_options)}: options of PyTorch (.pt2) programs only")
     tensorflow()
     start = time.perf_counter()
-    graph_def, kind, label, default_name, signatures = _to_graph_def(source)
+    graph_def, kind, label, default_name, meta = _to_graph_def(source)
     try:
         graph = build_op_graph(graph_def, unknown_dim=unknown_dim, inline=inline,
                                name=name or default_name, whole_graph=whole_graph,
-                               signatures=signatures, signature=signature)
+                               signatures=meta.get("signatures"), signature=signature)
     except GraphError as e:
         raise GraphError(f"{label}: {e}") from None
     graph.meta["source"] = label
     graph.meta["import"]["format"] = kind
+    chosen = graph.meta["import"]["signature"]
+    if chosen is not None or meta.get("saver"):  # what runs placed.pb (report.html's recipe)
+        graph.meta["import"]["runs_with"] = {
+            "signature": meta["signatures"][chosen] if chosen else None,
+            "saver": meta.get("saver")}
     outer = getattr(source, "function_def", None)  # a ConcreteFunction's own jit_compile
     if outer is not None and hasattr(outer, "attr") and functions.must_compile(outer):
         graph.meta["import"]["xla_functions"].insert(0, outer.signature.name)
@@ -85,9 +90,9 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
 def _to_graph_def(source):
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
-        graph_def, kind, signatures = read_graph(path)
+        graph_def, kind, meta = read_graph(path)
         stem = path.name if path.is_dir() else path.name.split(".")[0]
-        return graph_def, kind, str(path), stem, signatures
+        return graph_def, kind, str(path), stem, meta
     graph_def = graph_def_of(source)
     if graph_def is not None:
         return graph_def, "tf.Graph", "<tf.Graph>", "graph", {}
@@ -136,10 +141,11 @@ def _mark_captured_variables(func_graph, graph_def) -> None:
 
 def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: str = "graph",
                    depth: int = 0, whole_graph: bool = False,
-                   signatures: dict[str, list[str]] | None = None,
+                   signatures: dict[str, dict] | None = None,
                    signature: str | None = None) -> OpGraph:
-    """The OpGraph of ``graph_def``; ``signatures`` ({name: output ops}, a SavedModel's) and
-    ``signature`` (the one asked for) choose the step where the file holds several."""
+    """The OpGraph of ``graph_def``; ``signatures`` (a SavedModel's: {name: {"inputs": ...,
+    "outputs": {key: tensor}}}) and ``signature`` (the one asked for) choose the step where
+    the file holds several."""
     if unknown_dim < 1:
         raise GraphError(f"unknown_dim must be at least 1, got {unknown_dim}")
     library = {f.signature.name: f for f in graph_def.library.function}
@@ -157,11 +163,13 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     data, ctrl = inputs.parse_inputs(nodes, index, library)
     left_out: dict[str, int] = {}
     left_out_sinks: dict[str, list[str]] = {}
-    chosen = step.choose_signature(nodes, data, ctrl, index, library, signatures or {},
+    output_ops = {name: sorted({t.split(":")[0].lstrip("^") for t in sig["outputs"].values()})
+                  for name, sig in (signatures or {}).items()}
+    chosen = step.choose_signature(nodes, data, ctrl, index, library, output_ops,
                                    signature) if depth == 0 else None
     if depth == 0 and (chosen is not None or not whole_graph):
         keep, left_out, left_out_sinks = step.step_ops(
-            nodes, data, ctrl, index, outputs=signatures[chosen] if chosen else None)
+            nodes, data, ctrl, index, outputs=output_ops[chosen] if chosen else None)
         if left_out:
             graph_def = _subgraph(graph_def, keep)
             nodes = list(graph_def.node)

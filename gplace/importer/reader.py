@@ -46,14 +46,15 @@ def read_graph_def(path: str | Path, lean: bool = False):
 
 
 def read_graph(path: str | Path, lean: bool = False):
-    """``(graph_def, kind, signatures)``: read_graph_def's pair and, for a MetaGraphDef or
-    SavedModel, its signatures as {name: the names of the ops its outputs come from}."""
+    """``(graph_def, kind, meta)``: read_graph_def's pair and, for a MetaGraphDef or
+    SavedModel, what runs it (:func:`_meta_info`: its signatures and its saver); {} for a
+    GraphDef."""
     file, data = read_graph_file(path)
     if file.name == "saved_model.pbtxt" or (file.name == "saved_model.pb" and Path(path).is_dir()):
         protos = _protos()
         parse = _parse_text if file.suffix == ".pbtxt" else _parse_binary
-        graph_def, _, signatures = parse(file, data, protos)
-        return graph_def, "savedmodel", signatures
+        graph_def, _, meta = parse(file, data, protos)
+        return graph_def, "savedmodel", meta
     parse = _parse_text if file.suffix.lower() in TEXT_SUFFIXES else functools.partial(
         _parse_binary, prefer_meta=(file.suffix.lower() == ".meta"))
     if lean and _protos(lean)[2] is None:
@@ -122,24 +123,30 @@ def _looks_like_graph(graph_def) -> bool:
 
 
 def _unwrap(proto, protos):
-    """``(graph_def, signatures)``: the GraphDef inside a MetaGraphDef or SavedModel (the
-    training graph when one is tagged "train"; None for a SavedModel without meta graphs) and
-    its signatures (:func:`read_graph`); a GraphDef is its own, without signatures."""
+    """``(graph_def, meta)``: the GraphDef inside a MetaGraphDef or SavedModel (the training
+    graph when one is tagged "train"; None for a SavedModel without meta graphs) and what
+    runs it (:func:`_meta_info`); a GraphDef is its own, with {}."""
     GraphDef, MetaGraphDef, SavedModel = protos
     if SavedModel is not None and isinstance(proto, SavedModel):
         metas = sorted(proto.meta_graphs, key=lambda m: "train" not in m.meta_info_def.tags)
-        return (metas[0].graph_def, _signatures(metas[0])) if metas else (None, {})
+        return (metas[0].graph_def, _meta_info(metas[0])) if metas else (None, {})
     if isinstance(proto, MetaGraphDef):
-        return proto.graph_def, _signatures(proto)
+        return proto.graph_def, _meta_info(proto)
     return proto, {}
 
 
-def _signatures(meta_graph) -> dict[str, list[str]]:
-    """{signature name: the ops whose outputs it returns} ("StatefulPartitionedCall:0" is an
-    output of the op StatefulPartitionedCall)."""
-    return {name: sorted({tensor.name.split(":")[0].lstrip("^")
-                          for tensor in sig.outputs.values() if tensor.name})
-            for name, sig in sorted(meta_graph.signature_def.items())}
+def _meta_info(meta_graph) -> dict:
+    """``{"signatures": {name: {"inputs": {key: tensor}, "outputs": {key: tensor}}},
+    "saver": {"filename_tensor": ..., "restore_op": ...}}`` (the saver where the meta graph
+    names one: what restores its variables from a checkpoint)."""
+    signatures = {name: {part: {key: tensor.name for key, tensor in
+                                sorted(getattr(sig, part).items()) if tensor.name}
+                         for part in ("inputs", "outputs")}
+                  for name, sig in sorted(meta_graph.signature_def.items())}
+    saver = meta_graph.saver_def
+    restore = {"filename_tensor": saver.filename_tensor_name,
+               "restore_op": saver.restore_op_name} if saver.restore_op_name else None
+    return {"signatures": signatures, "saver": restore}
 
 
 def _candidates(protos, prefer_meta: bool):
@@ -150,7 +157,7 @@ def _candidates(protos, prefer_meta: bool):
 
 
 def _first_graph(parse, errors, protos, prefer_meta: bool = False):
-    """``((graph_def, kind, signatures), None, None)`` for the first message kind that
+    """``((graph_def, kind, meta), None, None)`` for the first message kind that
     ``parse(proto)`` fills with ops; else ``(None, the first parse error, the GraphDef if it
     parsed)``."""
     first_error, plain = None, None
@@ -161,9 +168,9 @@ def _first_graph(parse, errors, protos, prefer_meta: bool = False):
         except errors as e:
             first_error = first_error or e
             continue
-        graph_def, signatures = _unwrap(proto, protos)
+        graph_def, meta = _unwrap(proto, protos)
         if _looks_like_graph(graph_def):
-            return (graph_def, kind, signatures), None, None
+            return (graph_def, kind, meta), None, None
         plain = proto if kind == "graphdef" and proto.ListFields() else plain
     return None, first_error, plain
 
