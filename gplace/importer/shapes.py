@@ -116,18 +116,21 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
     made a stand-in fed by placeholders: TF's shape inference and grappler evaluate small
     constant subgraphs to learn shapes, and a ReadFile of a constant path feeding a Reshape
     would read that file here. The stand-ins keep each output's dtype and recorded shape (an
-    IdentityN over one placeholder per output)."""
+    IdentityN over one placeholder per output). Returns (the copy, the ops made placeholders,
+    the placeholders whose dims were fixed)."""
     from tensorflow.core.framework import graph_pb2
     from gplace.real.allowlist import ALLOWED_OPS
     library = {f.signature.name for f in graph_def.library.function}
     out = graph_pb2.GraphDef()
     out.CopyFrom(graph_def)
-    replaced, stand_ins = [], []
+    replaced, stand_ins, sized = [], [], []
     foldable = _constant_foldable(graph_def)
     for node in out.node:
         if node.op in PLACEHOLDERS and "shape" in node.attr:
             shape = node.attr["shape"].shape
             if not shape.unknown_rank:
+                if any(dim.size < 0 for dim in shape.dim):
+                    sized.append(node.name)
                 for dim in shape.dim:
                     if dim.size < 0:
                         dim.size = unknown_dim
@@ -144,7 +147,7 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
                 node.name in foldable:
             stand_ins.extend(_stand_in(node))
     out.node.extend(stand_ins)
-    return out, replaced
+    return out, replaced, sized
 
 
 def _constant_foldable(graph_def) -> set[str]:
@@ -240,7 +243,7 @@ def infer_shapes(graph_def, unknown_dim: int = 1) -> ShapeInfo:
     from tensorflow.python.framework import importer, ops
     from tensorflow.python.platform import tf_logging
     tf_logging.get_logger().setLevel("ERROR")
-    prepared, replaced = _prepare_for_inference(graph_def, unknown_dim)
+    prepared, replaced, sized = _prepare_for_inference(graph_def, unknown_dim)
     graph = ops.Graph()
     try:
         with graph.as_default():
@@ -264,6 +267,9 @@ def infer_shapes(graph_def, unknown_dim: int = 1) -> ShapeInfo:
                            from_static + [None] * len(inferred), inferred)])
     notes = [f"{len(replaced)} ops of unregistered types got generic costs: "
              f"{', '.join(replaced[:5])}"] if replaced else []
+    notes += [f"{len(sized)} placeholder{'s' if len(sized) > 1 else ''} with unknown "
+              f"dimensions (a None batch) given size {unknown_dim} (--unknown-dim): "
+              f"{', '.join(sized[:5])}"] if sized else []
     return ShapeInfo(dtypes, shapes, graph, notes=notes)
 
 

@@ -103,6 +103,7 @@ def test_the_signature_that_trains_is_the_step_and_the_others_are_left_out(tmp_p
     # the same step as the SavedModel that holds it alone: one forward pass, not two
     assert both.num_ops == alone.num_ops and both.flops.sum() == alone.flops.sum()
     assert (both.op_types == "MatMul").sum() == (alone.op_types == "MatMul").sum()
+    assert not any("unknown dimensions" in n for n in both.meta["import"]["notes"])
     predict = gplace.load_graph(tmp_path / "b", signature="predict")
     assert predict.meta["import"]["signature"] == "predict"
     assert not predict.meta["import"]["trains"] and predict.num_ops < both.num_ops
@@ -231,3 +232,16 @@ def test_a_concrete_functions_variables_count_however_they_are_read():
         return loss
     g = gplace.load_graph(step.get_concrete_function())
     assert g.param_bytes.sum() == 2 * 1000 * 16 * 4
+
+
+def test_a_none_batch_is_named_with_the_size_it_was_given():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [None, 32], name="x")
+        w = v1.get_variable("w", [32, 16], use_resource=True)
+        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
+    for size in (1, 64):
+        g = gplace.load_graph(graph.as_graph_def(), unknown_dim=size)
+        assert f"1 placeholder with unknown dimensions (a None batch) given size {size} " \
+            "(--unknown-dim): x" in g.meta["import"]["notes"]
+        assert g.out_bytes[g.out_ptr[list(g.names).index("x")]] == size * 32 * 4
