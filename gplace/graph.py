@@ -62,6 +62,13 @@ class OpGraph:
     ctrl_back: np.ndarray      # (control edges,) bool: back-edge of a TF1 loop
     meta: dict[str, Any] = field(default_factory=dict)  # name, source, import summary
 
+    def __repr__(self) -> str:
+        """``OpGraph('gpt12', 7,407 ops, 9,950 edges, 5,231 groups, 1.2e+12 FLOPs)``: the
+        sizes, not the arrays (a dataclass would print them all)."""
+        return (f"OpGraph({self.meta.get('name', '')!r}, {self.num_ops:,} ops, "
+                f"{self.num_edges:,} edges, {self.num_groups:,} groups, "
+                f"{float(self.flops.sum()):.3g} FLOPs)")
+
     # ---- sizes ---------------------------------------------------------------------------
     @property
     def num_ops(self) -> int:

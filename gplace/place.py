@@ -151,21 +151,31 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model or cost_model_for(model))
+    if optimal is not None:  # before the placement work, not after it
+        from gplace.placers.cpsat_model import check_size
+        try:
+            check_size(problem)
+        except ConfigError as e:
+            raise ConfigError(f"{e}; place it without --optimal (optimal=)") from None
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         search, zero, starts = problem, None, {}
+        zero_bar = _ZeroShotBar() if progress else None
+        zero_progress = zero_bar.update_to if zero_bar else None
         if estimate_binds(problem):  # memory is tight: which estimate steers best?
-            search, zero, starts = _memory_estimate(placer, problem, measurer)
-        bar = _progress_bar(finetune) if progress and finetune else None
+            search, zero, starts = _memory_estimate(placer, problem, measurer, zero_progress)
+        bar = _SamplesBar(finetune) if progress and finetune else None
         tuned = placer.place(search, measurer, finetune,
                              seeds=[r.placement for r in heuristics.values()] + [
                                  p for p, _ in starts],
-                             progress=bar.update_to if bar else None, start=zero)
+                             progress=bar.update_to if bar else None, start=zero,
+                             zero_progress=zero_progress)
         if starts:
             tuned = _faster_zero_shot(tuned, starts)
-        if bar:
-            bar.close()
+        for done in (zero_bar, bar):
+            if done:
+                done.close()
         _say_drift(tuned, log)
         best = tuned
         intervals, ties = {}, ()
@@ -219,7 +229,7 @@ def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceRes
         problem, SimMeasurer(problem), 0, seeds=seeds)
 
 
-def _memory_estimate(placer, problem: PlacementProblem, measurer):
+def _memory_estimate(placer, problem: PlacementProblem, measurer, progress=None):
     """(the problem whose memory estimate the search steers by, its zero-shot placement or
     None, the other zero-shots as starts with their measured step times). The full estimate
     (every output, all the time) crowds the GPUs; scaled to the simulated peak
@@ -228,12 +238,13 @@ def _memory_estimate(placer, problem: PlacementProblem, measurer):
     zero-shot simulates fastest is kept (the full one where none fits). Where the calibrated
     estimate fits everything, the full one's zero-shot is a start without its polish; where it
     refuses units devices too, the full one's is polished, and an unpolished zero-shot under a
-    share halfway (geometrically) between the two competes too."""
+    share halfway (geometrically) between the two competes too. ``progress``: the polishes'
+    (gplace.gnn.infer.polish)."""
     fit = calibrated(problem)
     tight = estimate_binds(fit)
-    options = [(fit, placer.zero_shot(fit), True),
-               (problem, _unpolished(placer, problem) if not tight else placer.zero_shot(problem),
-                tight)]
+    options = [(fit, placer.zero_shot(fit, progress=progress), True),
+               (problem, _unpolished(placer, problem) if not tight else
+                placer.zero_shot(problem, progress=progress), tight)]
     if tight:
         half = replace(problem, activation_share=fit.activation_share ** 0.5)
         options.append((half, _unpolished(placer, half), False))
@@ -408,11 +419,36 @@ def _size(n: float) -> str:
     return "1 byte" if n == 1 else f"{int(n)} bytes"
 
 
-def _progress_bar(total: int):
-    from tqdm import tqdm
+class _SamplesBar:
+    """Fine-tuning's samples on stderr, from the first sample on (zero-shot before it has its
+    own bar: an idle bar at 0 would only skew the rate and the time left)."""
 
-    class Bar(tqdm):
-        def update_to(self, used: int, best: float) -> None:
-            self.set_postfix_str(f"best {best * 1e3:.3f} ms", refresh=False)
-            self.update(used - self.n)
-    return Bar(total=total, desc="fine-tuning", unit="sample", file=sys.stderr, leave=False)
+    def __init__(self, total: int):
+        self.total, self.bar = total, None
+
+    def update_to(self, used: int, best: float) -> None:
+        if self.bar is None:
+            from tqdm import tqdm
+            self.bar = tqdm(total=self.total, desc="fine-tuning", unit="sample",
+                            file=sys.stderr, leave=False)
+        self.bar.set_postfix_str(f"best {best * 1e3:.3f} ms", refresh=False)
+        self.bar.update(used - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+class _ZeroShotBar(_SamplesBar):
+    """Zero-shot's polish replays on stderr (the minutes of a large graph's zero-shot)."""
+
+    def __init__(self):
+        super().__init__(0)
+
+    def update_to(self, done: int, total: int) -> None:
+        if self.bar is None or self.bar.total != total or done < self.bar.n:
+            self.close()
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, desc="zero-shot search", unit="replay",
+                            file=sys.stderr, leave=False)
+        self.bar.update(done - self.bar.n)

@@ -16,6 +16,7 @@ def test_counts_and_summary():
     assert (s["ops"], s["edges"], s["control_edges"], s["groups"]) == (4, 4, 1, 4)
     assert s["flops"] == 10.0
     assert g.edge_bytes.tolist() == [10, 10, 20, 30]
+    assert repr(g) == "OpGraph('graph', 4 ops, 4 edges, 4 groups, 10 FLOPs)"
 
 
 def test_topo_order_respects_control_edges():

@@ -102,6 +102,20 @@ def test_optimal_runs_when_nothing_else_fits(checkpoint, monkeypatch):
     assert found["seeds"] == 1 + len(r.heuristics) and r.exact.info["status"] == "feasible"
 
 
+def test_optimal_on_a_problem_over_the_solvers_size_is_refused_before_placing(monkeypatch):
+    """The exact placer's size limit is checked first: no heuristic, zero-shot or fine-tuning
+    runs (and is lost) before the refusal."""
+    import gplace.place as place_module
+    from gplace.graph import OpGraph
+    chain = OpGraph.from_lists([1e9] * 12_000, [0] * 12_000,
+                               [(k, k + 1) for k in range(11_999)], name="chain")
+    monkeypatch.setattr(place_module, "cheap_heuristics", lambda: pytest.fail("placed first"))
+    with pytest.raises(ConfigError, match=r"needs 60,000 \(op, device\) intervals, over its "
+                                          r"50,000 \(12,000 ops on 5 devices\); place it "
+                                          r"without --optimal"):
+        place_module.place(chain, cluster="post-4gpu", progress=False, optimal=5)
+
+
 def test_under_tight_memory_the_search_keeps_the_full_estimates_zero_shot_as_a_start(
         checkpoint, monkeypatch):
     """Where the full memory estimate refuses units devices, place() also tries it scaled to

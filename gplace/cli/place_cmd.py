@@ -162,7 +162,7 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
              "simulated step times, not measured ones")
     tie = (f"; tied with {', '.join(ties)} (intervals overlap: not ranked)" if ties else "")
     lines = [
-        f"{s.graph}: {s.ops:,} ops in {s.units} units; {s.cluster_choice}",
+        f"{s.graph}: {s.ops:,} ops in {s.units:,} units; {s.cluster_choice}",
         *([f"left out         ops a training step does not run: {s.left_out}"]
           if s.left_out else []),
         f"step time        {_ms(s.step_time_s)}{_interval(intervals.get('chosen'))} "
@@ -178,7 +178,7 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
         *([f"fine-tuned best  {_ms(intervals['gnn'][0])}{_interval(intervals['gnn'])} "
            "(measured again beside the heuristics)"] if "gnn" in intervals else []),
         f"lower bound      {_ms(s.lower_bound_s)} ({bound})",
-        f"samples          {s.samples} in {s.wall_s:.1f} s",
+        f"samples          {s.samples:,} ({s.wall_s:.1f} s in all)",
         f"costs            {s.costs}",
         f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
         *([f"note             {s.note}"] if s.note else []),

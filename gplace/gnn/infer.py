@@ -259,7 +259,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
 
 
 def zero_shot(weights: PolicyWeights, features, sched, seed: int,
-              config: FinetuneConfig) -> np.ndarray:
+              config: FinetuneConfig, progress=None) -> np.ndarray:
     """The zero-shot placement of a problem (its ``features`` and scheduler arrays ``sched``):
     :func:`best_rollout` under the numpy scores at the fine-tuning temperature, then
     :func:`polish`-ed (``config.zero_shot_polish`` estimates), the estimates with link
@@ -271,14 +271,14 @@ def zero_shot(weights: PolicyWeights, features, sched, seed: int,
         prior = as_float64(tempered(prior_scores(weights, *sc.s.shape), config.learn.temperature))
     best = best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders,
                         prior)
-    return polish(sched, best, config.zero_shot_polish, seed, config.chain_moves)
+    return polish(sched, best, config.zero_shot_polish, seed, config.chain_moves, progress)
 
 
 POLISH_BATCH = 16  # moves estimated together (in parallel over numba's threads)
 
 
 def polish(sched, placement: np.ndarray, estimates: int, seed: int,
-           chain: float = 0.5) -> np.ndarray:
+           chain: float = 0.5, progress=None) -> np.ndarray:
     """Hill climbing on the dispatch-order list schedule's makespan estimate, from
     ``placement``, ``estimates`` replays in all (nothing is measured). Each round estimates
     POLISH_BATCH moves of the current placement, the moves of fine-tuning's local search
@@ -287,7 +287,8 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     uniformly, where the unit memory estimate (``sched.need``) still fits; the best move is
     kept if it lowers the estimate. Each move's replay resumes from the current placement's
     state before the move's first unit is decided (gplace.gnn.replay: the same estimate as a
-    whole replay). Seeded by ``[seed, 29]``."""
+    whole replay). Seeded by ``[seed, 29]``. ``progress(done, total)``: called after each
+    round with the replays done."""
     nu, nd = sched.num_units, sched.num_devices
     if estimates <= 0 or nd < 2 or nu == 0:
         return placement
@@ -297,7 +298,10 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     used = np.bincount(best, weights=sched.need, minlength=nd)
     heaviest = heaviest_neighbour(sched)
     rng = np.random.default_rng([seed, 29])
-    for _ in range(-(-estimates // POLISH_BATCH)):
+    rounds = -(-estimates // POLISH_BATCH)
+    for r in range(rounds):
+        if progress is not None:
+            progress(min(r * POLISH_BATCH, estimates), estimates)
         cands = np.repeat(best[None], POLISH_BATCH, axis=0)
         for row in range(POLISH_BATCH):
             u, d = int(rng.integers(nu)), int(rng.integers(nd - 1))
@@ -312,6 +316,8 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
             best, best_est = cands[k].copy(), est[k]
             used = np.bincount(best, weights=sched.need, minlength=nd)
             near = near.rebased(best)
+    if progress is not None:
+        progress(estimates, estimates)
     return best
 
 
@@ -342,22 +348,23 @@ class ZeroShotPlacer:
         self.weights = load_weights(checkpoint)
         self.config = config or FinetuneConfig()
 
-    def zero_shot(self, problem: PlacementProblem, features=None, sched=None) -> np.ndarray:
+    def zero_shot(self, problem: PlacementProblem, features=None, sched=None,
+                  progress=None) -> np.ndarray:
         """GNNPlacer.zero_shot's placement."""
         features = features if features is not None else problem_features(problem)
         sched = sched if sched is not None else build_sched(
             problem, dispatch=self.weights.kwargs.get("order") == "dispatch")
-        return zero_shot(self.weights, features, sched, self.seed, self.config)
+        return zero_shot(self.weights, features, sched, self.seed, self.config, progress)
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int = 0,
               seeds: list[np.ndarray] = (), progress=None,
-              start: np.ndarray | None = None) -> PlaceResult:
+              start: np.ndarray | None = None, zero_progress=None) -> PlaceResult:
         """GNNPlacer.place with ``budget`` 0: the zero-shot placement and the best start."""
         if budget:
             raise ConfigError("the numpy policy places zero-shot only; fine-tuning needs torch "
                               "(gplace.gnn.placer.GNNPlacer)")
         tracker = Tracker(problem, measurer, 0)
-        zero = start if start is not None else self.zero_shot(problem)
+        zero = start if start is not None else self.zero_shot(problem, progress=zero_progress)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
         for p, t, ok in zip(candidates, m.step_time_s, m.feasible):

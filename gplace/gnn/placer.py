@@ -54,35 +54,38 @@ class GNNPlacer:
         self.policy, self.meta, self.seed = policy, dict(meta or {}), seed
         self.config = config or FinetuneConfig()
 
-    def zero_shot(self, problem: PlacementProblem,
-                  state: ProblemState | None = None) -> np.ndarray:
+    def zero_shot(self, problem: PlacementProblem, state: ProblemState | None = None,
+                  progress=None) -> np.ndarray:
         """The placement fine-tuning starts from, with no samples spent (:meth:`_zero_shot`);
         ``state``: the problem's ProblemState, if the caller has one (its features and
-        scheduler arrays are then not built again)."""
+        scheduler arrays are then not built again); ``progress(done, total)``: its polish's
+        replays (gplace.gnn.infer.polish)."""
         return self._zero_shot(self.policy, state or ProblemState(
-            problem, _NoMeasurer(), dispatch=self.policy.dispatch))
+            problem, _NoMeasurer(), dispatch=self.policy.dispatch), progress)
 
-    def _zero_shot(self, policy: GNNPolicy, state: ProblemState) -> np.ndarray:
+    def _zero_shot(self, policy: GNNPolicy, state: ProblemState, progress=None) -> np.ndarray:
         """The best of the policy's greedy and ``zero_shot_rollouts`` sampled rollouts (at the
         fine-tuning temperature) in both of the list scheduler's orders (and the untrained
         network's with ``zero_shot_prior``), ranked by the dispatch-order schedule's makespan
         estimate: nothing is measured. The scores come from the numpy forward, as without
         torch (gplace.gnn.infer)."""
         return zero_shot(policy_weights(policy), state.numpy_features, state.sched, self.seed,
-                         self.config)
+                         self.config, progress)
 
     def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
               seeds: list[np.ndarray] = (), progress=None,
-              start: np.ndarray | None = None) -> PlaceResult:
+              start: np.ndarray | None = None, zero_progress=None) -> PlaceResult:
         """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement.
-        ``start``: the zero-shot placement, where the caller has it (:meth:`zero_shot`)."""
+        ``start``: the zero-shot placement, where the caller has it (:meth:`zero_shot`);
+        ``progress(used, best_s)``: the samples; ``zero_progress(done, total)``: zero-shot's
+        polish."""
         cfg = self.config.learn
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()
         tracker = Tracker(problem, measurer, budget)
         state = ProblemState(problem, measurer, elite_size=cfg.elite_size,
                              dispatch=policy.dispatch)
-        zero = start if start is not None else self._zero_shot(policy, state)
+        zero = start if start is not None else self._zero_shot(policy, state, zero_progress)
         candidates = np.stack([zero, *seeds])
         m = measurer.measure(candidates)  # zero-shot and seeds: no samples charged
         state.offer(candidates, m.step_time_s, m.feasible, m.low_s, m.high_s)
@@ -171,12 +174,12 @@ class _Screen:
         """At most ``count`` distinct rows of ``cands`` that differ from ``base`` and were not
         handed out before from it: those whose groups fit every device's memory (the groups'
         memory estimate, ``sched.need``, against ``sched.capacity``) first, each set by lowest
-        estimate (ties: the rows' order in np.unique)."""
+        estimate (ties: the rows' order in np.unique, unique_rows)."""
         if self.near is None:
             self.near = NearReplays(self.sched, base)
         elif not np.array_equal(self.near.base, base):
             self.near, self.handed = self.near.rebased(base), set()
-        rows = np.unique(cands, axis=0)
+        rows = unique_rows(cands)
         rows = rows[(rows != base).any(axis=1)
                     & np.array([r.tobytes() not in self.handed for r in rows], np.bool_)]
         if rows.shape[0] == 0:
@@ -189,6 +192,14 @@ class _Screen:
         picked = rows[np.lexsort((est, ~fits))[:count]]
         self.handed.update(row.tobytes() for row in picked)
         return picked
+
+
+def unique_rows(rows: np.ndarray) -> np.ndarray:
+    """``np.unique(rows, axis=0)`` of non-negative integer rows (placements), in its order:
+    the big-endian bytes of non-negative integers sort as the numbers do. np.unique views a
+    row as a record of one field per column: 0.2 s for 16 rows of 20,000 units."""
+    keys = {row.astype(">i8").tobytes(): k for k, row in enumerate(rows)}
+    return rows[[keys[key] for key in sorted(keys)]]
 
 
 def _heaviest_neighbour(state: ProblemState) -> np.ndarray:

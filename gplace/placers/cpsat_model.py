@@ -91,14 +91,21 @@ class Model:
                          for row in self.x], np.int64)
 
 
+def check_size(problem: PlacementProblem, max_tasks: int = OptimalConfig.max_tasks) -> None:
+    """A ConfigError where the model would hold more than ``max_tasks`` (op, device)
+    intervals: the exact placer is for small problems (a coarser problem:
+    PlacementProblem.build's CoarsenConfig)."""
+    tasks = int(memory_ok(problem)[problem.unit_of_op].sum())
+    if tasks > max_tasks:
+        raise ConfigError(f"the exact placer is for small problems: this one needs "
+                          f"{tasks:,} (op, device) intervals, over its {max_tasks:,} "
+                          f"({problem.graph.num_ops:,} ops on {problem.num_devices} devices)")
+
+
 def build_model(problem: PlacementProblem, horizon_s: float, cfg: OptimalConfig) -> Model:
     """The constraint program of the module docstring, with makespan <= ``horizon_s``."""
+    check_size(problem, cfg.max_tasks)
     fits = memory_ok(problem)
-    tasks = int(fits[problem.unit_of_op].sum())
-    if tasks > cfg.max_tasks:
-        raise ConfigError(f"the exact placer would need {tasks} (op, device) intervals, over "
-                          f"max_tasks = {cfg.max_tasks}: it is for small problems (a coarser "
-                          f"problem: PlacementProblem.build's CoarsenConfig)")
     # 1% spare above the horizon: the start's relabelled twin may simulate a tie slower
     m = Model(problem, horizon_s / cfg.resolution, cfg.resolution + cfg.resolution // 100)
     _placement_vars(m, fits)

@@ -228,3 +228,16 @@ def test_screened_local_moves_cost_no_samples_and_keep_the_budget():
     (a, ta), (b, tb) = runs[16]
     assert np.array_equal(a, b) and np.array_equal(ta, tb)
     assert not np.array_equal(runs[1][0][1], ta)
+
+
+def test_unique_rows_is_np_unique_over_rows():
+    """The screen's distinct moves in np.unique's order (ties among equal estimates keep
+    it), device numbers past one byte included."""
+    from gplace.gnn.placer import unique_rows
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        units, devices = int(rng.integers(1, 40)), int(rng.integers(2, 700))
+        rows = np.repeat(rng.integers(devices, size=units)[None], int(rng.integers(1, 20)), 0)
+        for row in rows:
+            row[rng.integers(units, size=int(rng.integers(0, 3)))] = rng.integers(devices)
+        assert np.array_equal(unique_rows(rows), np.unique(rows, axis=0))
