@@ -122,8 +122,9 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     from gplace import importer
     folder = cache_folder()
     pt2 = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2")
-    signature = {} if pt2 or options.get("signature") is None else {
-        "signature": options["signature"]}
+    if pt2 and options.get("signature") is not None:  # a cached program would hide it
+        raise GraphError(f"{source}: signature {options['signature']!r} asked for, but a "
+                         "PyTorch program has no signatures (a SavedModel has)")
     if folder is None or (set(options) - {"signature"} and not pt2) \
             or not isinstance(source, (str, os.PathLike)) \
             or (pt2 and not Path(source).is_file()):
@@ -138,7 +139,8 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     else:
         from gplace.importer.reader import read_graph_file
         file, data = read_graph_file(source)  # the checks that need no parsing, errors as usual
-        entry = folder / f"{entry_key(file, data, {'unknown_dim': unknown_dim, **signature})}.npz"
+        key = entry_key(file, data, _read_options(unknown_dim, options.get("signature")))
+        entry = folder / f"{key}.npz"
     graph = _read(entry)
     if graph is None:
         graph = importer.load_graph(source, unknown_dim=unknown_dim, **options)
@@ -150,6 +152,12 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     graph.meta["source"] = str(path)
     graph.meta["name"] = name or (path.name if path.is_dir() else path.name.split(".")[0])
     return graph
+
+
+def _read_options(unknown_dim: int, signature: str | None) -> dict:
+    """The import options a graph file's entry is keyed by (a signature only where one is
+    given: the default import has one key whatever signature it chooses)."""
+    return {"unknown_dim": unknown_dim, **({} if signature is None else {"signature": signature})}
 
 
 def prefetch(source, unknown_dim: int = 1, signature: str | None = None):
@@ -166,9 +174,7 @@ def prefetch(source, unknown_dim: int = 1, signature: str | None = None):
         file, data = read_graph_file(source)
     except GraphError:
         return None
-    options = {"unknown_dim": unknown_dim, **({} if signature is None else
-                                              {"signature": signature})}
-    if (folder / f"{entry_key(file, data, options)}.npz").is_file():
+    if (folder / f"{entry_key(file, data, _read_options(unknown_dim, signature))}.npz").is_file():
         return None
     import subprocess
     return subprocess.Popen([sys.executable, "-m", "gplace.opgraph_cache", str(source),

@@ -151,7 +151,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen, cost_model or cost_model_for(model))
-    if optimal is not None:  # before the placement work, not after it
+    if optimal is not None:  # the exact placer's size limit, before any placement work
         from gplace.placers.cpsat_model import check_size
         try:
             check_size(problem)
@@ -165,7 +165,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         zero_progress = zero_bar.update_to if zero_bar else None
         if estimate_binds(problem):  # memory is tight: which estimate steers best?
             search, zero, starts = _memory_estimate(placer, problem, measurer, zero_progress)
-        bar = _SamplesBar(finetune) if progress and finetune else None
+        bar = _SamplesBar(finetune, before=zero_bar) if progress and finetune else None
         tuned = placer.place(search, measurer, finetune,
                              seeds=[r.placement for r in heuristics.values()] + [
                                  p for p, _ in starts],
@@ -243,11 +243,11 @@ def _memory_estimate(placer, problem: PlacementProblem, measurer, progress=None)
     fit = calibrated(problem)
     tight = estimate_binds(fit)
     options = [(fit, placer.zero_shot(fit, progress=progress), True),
-               (problem, _unpolished(placer, problem) if not tight else
+               (problem, _unpolished(placer, problem, progress) if not tight else
                 placer.zero_shot(problem, progress=progress), tight)]
     if tight:
         half = replace(problem, activation_share=fit.activation_share ** 0.5)
-        options.append((half, _unpolished(placer, half), False))
+        options.append((half, _unpolished(placer, half, progress), False))
     m = measurer.measure(np.stack([p for _, p, _ in options]))
     t = np.where(m.feasible, m.step_time_s, np.inf)
     k = int(np.argmin(t)) if np.isfinite(t).any() else 1  # ties: the calibrated; none fits:
@@ -257,13 +257,13 @@ def _memory_estimate(placer, problem: PlacementProblem, measurer, progress=None)
     return search, zero if polished else None, starts
 
 
-def _unpolished(placer, problem: PlacementProblem) -> np.ndarray:
+def _unpolished(placer, problem: PlacementProblem, progress=None) -> np.ndarray:
     """The learned placer's zero-shot without its polish (the estimate search, most of its
     time on large graphs)."""
     saved = placer.config
     placer.config = replace(saved, zero_shot_polish=0)
     try:
-        return placer.zero_shot(problem)
+        return placer.zero_shot(problem, progress=progress)
     finally:
         placer.config = saved
 
@@ -420,35 +420,41 @@ def _size(n: float) -> str:
 
 
 class _SamplesBar:
-    """Fine-tuning's samples on stderr, from the first sample on (zero-shot before it has its
-    own bar: an idle bar at 0 would only skew the rate and the time left)."""
+    """Fine-tuning's samples on stderr, from the first sample on (an idle bar at 0 during
+    zero-shot would skew the rate and the time left); ``before``: a bar it closes then."""
 
-    def __init__(self, total: int):
-        self.total, self.bar = total, None
+    def __init__(self, total: int, before=None):
+        self.total, self.bar, self.before = total, None, before
 
     def update_to(self, used: int, best: float) -> None:
         if self.bar is None:
-            from tqdm import tqdm
-            self.bar = tqdm(total=self.total, desc="fine-tuning", unit="sample",
-                            file=sys.stderr, leave=False)
+            self._open("fine-tuning", "sample")
         self.bar.set_postfix_str(f"best {best * 1e3:.3f} ms", refresh=False)
         self.bar.update(used - self.bar.n)
+
+    def _open(self, desc: str, unit: str) -> None:
+        from tqdm import tqdm
+        for bar in (self.before, self):
+            if bar is not None:
+                bar.close()
+        self.bar = tqdm(total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+            self.bar = None
 
 
 class _ZeroShotBar(_SamplesBar):
-    """Zero-shot's polish replays on stderr (the minutes of a large graph's zero-shot)."""
+    """Zero-shot's rollouts, then its polish's replays, on stderr (a large graph's zero-shot
+    takes minutes)."""
 
     def __init__(self):
         super().__init__(0)
 
-    def update_to(self, done: int, total: int) -> None:
-        if self.bar is None or self.bar.total != total or done < self.bar.n:
-            self.close()
-            from tqdm import tqdm
-            self.bar = tqdm(total=total, desc="zero-shot search", unit="replay",
-                            file=sys.stderr, leave=False)
+    def update_to(self, stage: str, done: int, total: int) -> None:
+        if self.bar is None or self.bar.desc != f"zero-shot {stage}" or \
+                self.bar.total != total or done < self.bar.n:
+            self.total = total
+            self._open(f"zero-shot {stage}", stage[:-1])
         self.bar.update(done - self.bar.n)

@@ -309,9 +309,12 @@ def _session_recipe(result, runs_with: dict | None, remote: bool) -> str:
     saver = (runs_with or {}).get("saver")
     signature = (runs_with or {}).get("signature")
     if saver:
-        source = str(result.graph.meta.get("source", "SAVED_MODEL_DIR")).rstrip("/")
+        from gplace.importer.reader import checkpoint_of
+        im = result.graph.meta.get("import", {})
+        checkpoint = checkpoint_of(result.graph.meta.get("source"),
+                                   im.get("format", "")) or "CHECKPOINT_PREFIX"
         init = (f"    sess.run({saver['restore_op']!r}, {{{saver['filename_tensor']!r}: "
-                f"{source + '/variables/variables'!r}}})  # once: the SavedModel's variables\n")
+                f"{checkpoint!r}}})  # once: the variables, from their checkpoint\n")
     elif inits:
         init = f"    sess.run({inits!r})  # once: the initializers\n"
     else:

@@ -200,3 +200,19 @@ def test_a_pt2_step_is_cached_per_optimizer_and_trust(cache, tmp_path, rewrite_p
         pass  # torch may not read the edited weights: what matters is the refusal below
     with pytest.raises(GraphError, match="stored pickled"):
         opgraph_cache.load_graph(pickled)
+
+
+def test_a_signature_keys_its_own_entry_and_a_program_refuses_one_even_when_cached(
+        cache, tmp_path, tf2_step, save_with_predict):
+    from gplace.errors import GraphError
+    path = save_with_predict(tf2_step, tmp_path / "m")
+    train = opgraph_cache.load_graph(path)
+    predict = opgraph_cache.load_graph(path, signature="predict")
+    assert len(list(cache.glob("*.npz"))) == 2
+    assert opgraph_cache.load_graph(path, signature="predict").meta["import"]["cached"]
+    assert (train.meta["import"]["signature"], predict.meta["import"]["signature"]) == (
+        "train", "predict")
+    program = ROOT / "gplace" / "examples" / "torch" / "cnn.pt2"
+    opgraph_cache.load_graph(program)
+    with pytest.raises(GraphError, match="a PyTorch program has no signatures"):
+        opgraph_cache.load_graph(program, signature="train")

@@ -45,26 +45,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _attach_negative_values(argv: list[str]) -> list[str]:
-    """``--memory-limit -5MB`` as ``--memory-limit=-5MB``: argparse reads a value that starts with
-    '-' and is not a plain number as an option, and would answer "expected one argument" instead
-    of the option's own check."""
+def _attach_negative_values(argv: list[str], takes_value: set[str]) -> list[str]:
+    """``--memory-limit -5MB`` as ``--memory-limit=-5MB`` for the options in ``takes_value``:
+    argparse reads a value that starts with '-' and is not a plain number as an option, and
+    would answer "expected one argument" instead of the option's own check."""
     out: list[str] = []
     for token in argv:
         previous = out[-1] if out else ""
         if (len(token) > 1 and token[0] == "-" and (token[1].isdigit() or token[1] == ".")
-                and previous.startswith("--") and previous != "--" and "=" not in previous):
+                and previous in takes_value):
             out[-1] = f"{previous}={token}"
         else:
             out.append(token)
     return out
 
 
+def _value_options(parser: argparse.ArgumentParser, argv: list[str]) -> set[str]:
+    """The long options of ``argv``'s subcommand that take a value."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    sub = commands.choices.get(argv[0]) if argv else None
+    if sub is None:
+        return set()
+    return {o for a in sub._actions if a.nargs != 0 for o in a.option_strings
+            if o.startswith("--")}
+
+
 def parse(argv: list[str] | None) -> argparse.Namespace:
     """The arguments; an unknown option is the subcommand's error (``gplace place: error:``),
     as a bad value of a known one is."""
-    argv = _attach_negative_values(sys.argv[1:] if argv is None else list(argv))
-    args, extra = build_parser().parse_known_args(argv)
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args, extra = parser.parse_known_args(_attach_negative_values(
+        argv, _value_options(parser, argv)))
     if extra:
         args._parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args

@@ -217,7 +217,8 @@ def _write(entry: Path, weights: PolicyWeights) -> None:
 
 # ---- zero-shot placement --------------------------------------------------------------------
 def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
-                 both_orders: bool = True, prior: ScoresNp | None = None) -> np.ndarray:
+                 both_orders: bool = True, prior: ScoresNp | None = None,
+                 progress=None) -> np.ndarray:
     """The best of the greedy rollout and ``rollouts`` sampled ones (in chunks of 16) by a list
     schedule's makespan estimate; nothing is measured. With ``both_orders`` the list scheduler
     runs in HEFT's rank order (sampling seeds ``[seed, chunk, 17]``) and in the simulator's
@@ -228,7 +229,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     ``sched.contention`` (the replays then book transfers on the links). Without it, only
     ``sched``'s own order and its own estimate. ``prior`` (with ``both_orders``): as many
     rollouts again of these scores in the order that is not ``sched``'s (seeds ``[seed, chunk,
-    23]``)."""
+    23]``). ``progress("rollouts", done, total)``: after each batch."""
     judge = sched._replace(dispatch=True) if both_orders else sched
     runs = ([(sched._replace(dispatch=False), 17, sc), (judge, 19, sc)] if both_orders
             else [(sched, 17, sc)])
@@ -241,11 +242,15 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
             return ro.estimate_s
         return rollout(judge, sc.s, sc.w, ESTIMATE, forced=ro.placements, head=sc.head).estimate_s
 
+    batches, done = len(runs) * (1 + -(-rollouts // 16)), 0
     for a, tail, o in runs:
         greedy_ro = rollout(a, o.s, o.w, GREEDY, head=o.head)
         est = estimate(a, greedy_ro)[0]
         if best is None or est < best_est:  # the greedy rollout even where no estimate is finite
             best, best_est = greedy_ro.placements[0], est
+        done += 1
+        if progress is not None:
+            progress("rollouts", done, batches)
         left, chunk = rollouts, 0
         while left > 0:  # in chunks: the rollouts' decision features take memory
             count, chunk_seed = min(left, 16), [seed, chunk, tail]
@@ -255,6 +260,9 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
             if est[k] < best_est:
                 best, best_est = ro.placements[k], est[k]
             left, chunk = left - count, chunk + 1
+            done += 1
+            if progress is not None:
+                progress("rollouts", done, batches)
     return best
 
 
@@ -270,7 +278,7 @@ def zero_shot(weights: PolicyWeights, features, sched, seed: int,
     if config.zero_shot_prior:
         prior = as_float64(tempered(prior_scores(weights, *sc.s.shape), config.learn.temperature))
     best = best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders,
-                        prior)
+                        prior, progress)
     return polish(sched, best, config.zero_shot_polish, seed, config.chain_moves, progress)
 
 
@@ -287,8 +295,8 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     uniformly, where the unit memory estimate (``sched.need``) still fits; the best move is
     kept if it lowers the estimate. Each move's replay resumes from the current placement's
     state before the move's first unit is decided (gplace.gnn.replay: the same estimate as a
-    whole replay). Seeded by ``[seed, 29]``. ``progress(done, total)``: called after each
-    round with the replays done."""
+    whole replay). Seeded by ``[seed, 29]``. ``progress("replays", done, total)``: before
+    each round and at the end."""
     nu, nd = sched.num_units, sched.num_devices
     if estimates <= 0 or nd < 2 or nu == 0:
         return placement
@@ -301,7 +309,7 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     rounds = -(-estimates // POLISH_BATCH)
     for r in range(rounds):
         if progress is not None:
-            progress(min(r * POLISH_BATCH, estimates), estimates)
+            progress("replays", min(r * POLISH_BATCH, estimates), estimates)
         cands = np.repeat(best[None], POLISH_BATCH, axis=0)
         for row in range(POLISH_BATCH):
             u, d = int(rng.integers(nu)), int(rng.integers(nd - 1))
@@ -317,7 +325,7 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
             used = np.bincount(best, weights=sched.need, minlength=nd)
             near = near.rebased(best)
     if progress is not None:
-        progress(estimates, estimates)
+        progress("replays", estimates, estimates)
     return best
 
 

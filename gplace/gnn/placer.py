@@ -58,8 +58,8 @@ class GNNPlacer:
                   progress=None) -> np.ndarray:
         """The placement fine-tuning starts from, with no samples spent (:meth:`_zero_shot`);
         ``state``: the problem's ProblemState, if the caller has one (its features and
-        scheduler arrays are then not built again); ``progress(done, total)``: its polish's
-        replays (gplace.gnn.infer.polish)."""
+        scheduler arrays are then not built again); ``progress(stage, done, total)``: its
+        rollouts and its polish's replays (gplace.gnn.infer.zero_shot)."""
         return self._zero_shot(self.policy, state or ProblemState(
             problem, _NoMeasurer(), dispatch=self.policy.dispatch), progress)
 
@@ -77,8 +77,8 @@ class GNNPlacer:
               start: np.ndarray | None = None, zero_progress=None) -> PlaceResult:
         """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement.
         ``start``: the zero-shot placement, where the caller has it (:meth:`zero_shot`);
-        ``progress(used, best_s)``: the samples; ``zero_progress(done, total)``: zero-shot's
-        polish."""
+        ``progress(used, best_s)``: the samples; ``zero_progress(stage, done, total)``:
+        zero-shot's rollouts and polish (gplace.gnn.infer.zero_shot)."""
         cfg = self.config.learn
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()
@@ -197,7 +197,7 @@ class _Screen:
 def unique_rows(rows: np.ndarray) -> np.ndarray:
     """``np.unique(rows, axis=0)`` of non-negative integer rows (placements), in its order:
     the big-endian bytes of non-negative integers sort as the numbers do. np.unique views a
-    row as a record of one field per column: 0.2 s for 16 rows of 20,000 units."""
+    row as a record of one field per column, which is slow on rows of many units."""
     keys = {row.astype(">i8").tobytes(): k for k, row in enumerate(rows)}
     return rows[[keys[key] for key in sorted(keys)]]
 

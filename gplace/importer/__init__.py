@@ -20,7 +20,7 @@ import numpy as np
 
 from gplace.errors import GraphError
 from gplace.graph import OpGraph
-from gplace.importer import colocation, flops as flops_mod, functions, inputs, step
+from gplace.importer import colocation, flops as flops_mod, functions, inputs, step, trips
 from gplace.importer import shapes as shapes_mod
 from gplace.importer.reader import read_graph
 from gplace.tfimport import tensorflow
@@ -165,8 +165,8 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     left_out_sinks: dict[str, list[str]] = {}
     output_ops = {name: sorted({t.split(":")[0].lstrip("^") for t in sig["outputs"].values()})
                   for name, sig in (signatures or {}).items()}
-    chosen = step.choose_signature(nodes, data, ctrl, index, library, output_ops,
-                                   signature) if depth == 0 else None
+    chosen = step.choose_signature(nodes, data, ctrl, index, library, output_ops, signature) \
+        if depth == 0 and (signature is not None or not whole_graph) else None
     if depth == 0 and (chosen is not None or not whole_graph):
         keep, left_out, left_out_sinks = step.step_ops(
             nodes, data, ctrl, index, outputs=output_ops[chosen] if chosen else None)
@@ -189,6 +189,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     op_flops, from_tf = flops_mod.op_flops(nodes, outs["shapes_per_op"], in_shapes,
                                            info.tf_graph, unknown_dim)
     body_notes = _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth)
+    one_kind = _one_kind_ops(op_types) if depth == 0 else ({}, {})
     frames = sorted({n.attr["frame_name"].s.decode() for n in nodes
                      if n.op in ("Enter", "RefEnter") and "frame_name" in n.attr})
     graph = OpGraph(
@@ -207,8 +208,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
             "left_out": left_out, "left_out_sinks": left_out_sinks, "signature": chosen,
             "trains": step.trains(np.ones(len(nodes), bool), nodes, library) if depth == 0
             else None,
-            "cpu_only_ops": _one_kind_ops(op_types, "CPU") if depth == 0 else {},
-            "gpu_only_ops": _one_kind_ops(op_types, "GPU") if depth == 0 else {},
+            "cpu_only_ops": one_kind[0], "gpu_only_ops": one_kind[1],
             "shapeless_variables": _shapeless_variables(nodes, data, outs),
             "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
             "shape_inference": "tensorflow" if info.tf_graph is not None
@@ -300,23 +300,23 @@ def _param_bytes(nodes, data, outs) -> np.ndarray:
     return result
 
 
-def _one_kind_ops(op_types, kind: str) -> dict[str, int]:
-    """{op type: count} of the ops TensorFlow registers ``kind`` kernels for ("CPU" or "GPU")
-    and no other (nor device-independent) kernel: on CPUs only ResourceSparseApplyMomentum,
-    string and checkpoint ops; on GPUs only CudnnRNN and its gradients. Empty where this
-    TensorFlow has no GPU kernels at all (tensorflow-cpu, macOS): it cannot tell."""
+def _one_kind_ops(op_types) -> tuple[dict[str, int], dict[str, int]]:
+    """({op type: count} of the ops TensorFlow registers CPU kernels for and no GPU (nor
+    device-independent) kernel: ResourceSparseApplyMomentum, string and checkpoint ops; the
+    same for GPU-only ops: CudnnRNN and its gradients). Empty where this TensorFlow has no GPU
+    kernels at all (tensorflow-cpu, macOS): it cannot tell."""
     from tensorflow.python.framework import kernels
     if not any(k.device_type == "GPU" for k in kernels.get_registered_kernels_for_op(
             "MatMul").kernel):
-        return {}
-    other = {"CPU": "GPU", "GPU": "CPU"}[kind]
-    found = {}
+        return {}, {}
+    found: dict[str, dict[str, int]] = {"CPU": {}, "GPU": {}}
     for op_type, count in zip(*np.unique(op_types, return_counts=True)):
         registered = kernels.get_registered_kernels_for_op(str(op_type)).kernel
         devices = {k.device_type for k in registered}
-        if kind in devices and not devices & {other, "DEFAULT"}:
-            found[str(op_type)] = int(count)
-    return found
+        for kind, other in (("CPU", "GPU"), ("GPU", "CPU")):
+            if kind in devices and not devices & {other, "DEFAULT"}:
+                found[kind][str(op_type)] = int(count)
+    return found["CPU"], found["GPU"]
 
 
 def _shapeless_variables(nodes, data, outs) -> int:
@@ -336,12 +336,12 @@ def _shapeless_variables(nodes, data, outs) -> int:
 def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:
     """Kept functional ops (While, If) get the FLOPs of their bodies: If the larger branch;
     While one trip of cond + body times its trip count where the graph fixes it
-    (:func:`_fixed_trips`), one trip otherwise (a cap on a loop that exits on its data is not
+    (gplace.importer.trips), one trip otherwise (a cap on a loop that exits on its data is not
     its trip count)."""
     notes = []
     library = {f.signature.name: f for f in graph_def.library.function}
     by_name = {n.name: n for n in nodes}
-    fixed = _fixed_trips([n for n in nodes if "While" in n.op], by_name, library)
+    fixed = trips.fixed_trips([n for n in nodes if "While" in n.op], by_name, library)
     for k, node in enumerate(nodes):
         if node.name not in report.kept:
             continue
@@ -349,128 +349,17 @@ def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> l
         fnames = [node.attr[a].func.name for a in attrs] if attrs else \
             [functions.called_function(node, library)]
         costs = [_function_flops(library, f, unknown_dim, depth) for f in fnames if f]
-        trips, why = fixed.get(node.name, (1, ""))
+        runs, why = fixed.get(node.name, (1, ""))
         if costs:
-            op_flops[k] += trips * sum(costs) if "While" in node.op or not attrs else max(costs)
+            op_flops[k] += runs * sum(costs) if "While" in node.op or not attrs else max(costs)
         if depth == 0 and "While" in node.op:
-            cap = _while_trips(node, by_name)
+            cap = trips.while_trips(node, by_name)
             notes.append(f"{node.name}: functional While, " + (
-                f"{trips} iterations ({why})" if why
+                f"{runs} iterations ({why})" if why
                 else f"cost of one iteration (it runs at most {cap:,}: the "
                 "condition reads its data)" if cap > 1
                 else "cost of one iteration (its trip count is not fixed in the graph)"))
     return notes
-
-
-def _fixed_trips(loops, by_name, library) -> dict[str, tuple[int, str]]:
-    """Trip counts the graph fixes, with why, by While name: a constant ``maximum_iterations``
-    that the condition only counts to (tf.scan's, Keras' fixed-length loops), and a gradient
-    loop (while_v2's) whose condition counts to the final counter of a loop with a fixed count:
-    it runs once per trip of the loop it differentiates."""
-    fixed = {}
-    for node in loops:
-        cap = _while_trips(node, by_name)
-        if cap > 1 and _counts_to_cap(library.get(node.attr["cond"].func.name), {1}):
-            fixed[node.name] = (cap, "its maximum_iterations, which its condition counts to")
-    for node in loops:
-        if node.name in fixed:
-            continue
-        data = [i for i in node.input if not i.startswith("^")]
-        counters = {k: fixed[ref.split(":")[0]][0] for k, ref in enumerate(data)
-                    if ref.split(":")[0] in fixed and ref.split(":")[1:] in ([], ["0"])}
-        cond = library.get(node.attr["cond"].func.name)
-        if counters and _counts_to_cap(cond, {1} | set(counters)):
-            source = data[min(counters)].split(":")[0]
-            fixed[node.name] = (min(counters.values()),
-                                f"one per trip of {source}, which it differentiates")
-    return fixed
-
-
-MAX_TRIPS = 10**6
-_COUNTING = {"Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "Identity", "Const",
-             "NoOp"}
-_COMPARE = {"Less", "LessEqual", "Greater", "GreaterEqual"}
-
-
-def _counts_to_cap(cond, bounds: set[int]) -> bool:
-    """Whether a while_v2 condition only counts: comparisons (joined by LogicalAnd) each against
-    a constant or one of the arguments numbered in ``bounds`` (1: the maximum iterations), as
-    tf.scan's and Keras' fixed-length loops are; then the bound is the trip count. A condition
-    that reads its data (a norm, a done flag, a length held in a loop variable) only runs up
-    to it."""
-    if cond is None:
-        return False
-    nodes = {n.name: n for n in cond.node_def}
-    args = [a.name for a in cond.signature.input_arg]
-    if any(n.op not in _COUNTING for n in nodes.values()) or len(args) < 2:
-        return False
-    limits = {args[k] for k in bounds if k < len(args)}
-
-    def source(ref: str):
-        name = ref.split(":")[0]
-        while name in nodes and nodes[name].op == "Identity" and nodes[name].input:
-            name = nodes[name].input[0].split(":")[0]
-        return name
-    for n in nodes.values():
-        if n.op in _COMPARE:
-            sides = [source(i) for i in n.input if not i.startswith("^")]
-            if not any(s in limits or (s in nodes and nodes[s].op == "Const") for s in sides):
-                return False
-    return True
-
-
-def _while_trips(node, by_name) -> int:
-    """A while_v2 loop's ``maximum_iterations`` (its second input: loop counter, maximum
-    iterations, loop variables), when the graph computes it from constants alone (Keras 3
-    takes the max over its sequence lengths); else 1."""
-    data = [i for i in node.input if not i.startswith("^")]
-    if len(data) < 2:
-        return 1
-    value = _constant(data[1], by_name)
-    if value is None or value.size != 1 or value.dtype.kind not in "iu":
-        return 1
-    return int(min(max(int(value.reshape(())), 1), MAX_TRIPS))
-
-
-_PASS_THROUGH = {"Identity", "Cast", "StopGradient", "Snapshot"}
-_REDUCE = {"Max": np.max, "Min": np.min, "Sum": np.sum, "Prod": np.prod}
-_ELEMENTWISE = {"Maximum": np.maximum, "Minimum": np.minimum}
-MAX_FOLDED = 1 << 16  # elements: a trip count is folded from a few constants, not a tensor
-
-
-def _constant(ref: str, by_name: dict, depth: int = 0):
-    """The value of tensor ``ref`` where the graph computes it from constants through a few
-    integer ops (Identity, Cast, Range, reductions and Maximum / Minimum); None otherwise."""
-    node = by_name.get(ref.split(":")[0].lstrip("^"))
-    if node is None or depth > 16 or ref.split(":")[1:] not in ([], ["0"]):
-        return None
-    data = [i for i in node.input if not i.startswith("^")]
-    if node.op == "Const" and "value" in node.attr:
-        from tensorflow.python.framework import tensor_util
-        try:
-            value = tensor_util.MakeNdarray(node.attr["value"].tensor)
-        except (TypeError, ValueError):
-            return None
-        return value if value.size <= MAX_FOLDED else None
-    inputs = [_constant(i, by_name, depth + 1) for i in data]
-    if not data or any(v is None or v.dtype.kind not in "iu" for v in inputs):
-        return None
-    try:
-        if node.op in _PASS_THROUGH and len(inputs) == 1:
-            return inputs[0]
-        if node.op in _REDUCE and len(inputs) == 2:
-            keep = bool(node.attr["keep_dims"].b) if "keep_dims" in node.attr else False
-            return np.asarray(_REDUCE[node.op](inputs[0], axis=tuple(inputs[1].reshape(-1)),
-                                               keepdims=keep))
-        if node.op in _ELEMENTWISE and len(inputs) == 2:
-            return np.asarray(_ELEMENTWISE[node.op](*inputs))
-        if node.op == "Range" and len(inputs) == 3 and all(v.size == 1 for v in inputs):
-            start, limit, delta = (int(v.reshape(())) for v in inputs)
-            if delta != 0 and abs(limit - start) // abs(delta) <= MAX_FOLDED:
-                return np.arange(start, limit, delta)
-    except (ValueError, IndexError, np.exceptions.AxisError):
-        return None
-    return None
 
 
 def _function_flops(library, fname, unknown_dim, depth) -> float:

@@ -90,6 +90,20 @@ def read_graph_file(path: str | Path) -> tuple[Path, bytes]:
     return path, data
 
 
+def checkpoint_of(source, kind: str) -> str | None:
+    """Where the variables of a graph read from ``source`` (a path) as ``kind`` are saved: a
+    SavedModel's ``variables/variables``, a TF1 Saver's prefix beside its ``.meta`` file;
+    None where it cannot be told."""
+    if not isinstance(source, (str, Path)) or str(source).startswith("<"):
+        return None
+    path = Path(source)
+    if kind == "savedmodel":
+        return str((path if path.is_dir() else path.parent) / "variables" / "variables")
+    if kind == "metagraph" and path.suffix == ".meta":
+        return str(path.with_suffix(""))
+    return None
+
+
 def check_exists(path: Path) -> None:
     """A GraphError naming why ``path`` cannot be looked at: missing, a symbolic link loop,
     a dangling link, a folder on the way that cannot be entered."""

@@ -118,17 +118,21 @@ def choose_signature(nodes, data, ctrl, index: dict[str, int], library: dict,
     or several and not exactly one that trains."""
     candidates = {k: v for k, v in signatures.items() if k != INIT_SIGNATURE}
     names = ", ".join(sorted(candidates)[:8]) + (", ..." if len(candidates) > 8 else "")
+    for name, outputs in candidates.items():
+        missing = [o for o in outputs if o not in index]
+        if missing:
+            raise GraphError(f"signature {name!r} returns the outputs of op {missing[0]!r}, "
+                             "which the graph does not hold")
     if requested is not None:
         if requested not in candidates:
             raise GraphError(f"no signature {requested!r}; " + (
                 f"it holds {names}" if candidates else
                 "the graph has none (only a SavedModel or MetaGraphDef has signatures)"))
-        missing = [o for o in candidates[requested] if o not in index]
-        if missing:
-            raise GraphError(f"signature {requested!r} returns the outputs of op "
-                             f"{missing[0]!r}, which the graph does not hold")
+        if not candidates[requested]:
+            raise GraphError(f"signature {requested!r} returns no tensor the import can "
+                             "follow to the ops that make it")
         return requested
-    candidates = {k: v for k, v in candidates.items() if v and all(o in index for o in v)}
+    candidates = {k: v for k, v in candidates.items() if v}  # none returned: not the step
     if not candidates:
         return None
     preds, _ = _edges(nodes, data, ctrl, index)

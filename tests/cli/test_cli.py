@@ -13,11 +13,16 @@ def test_a_negative_value_reaches_the_options_check(capsys):
     assert "memory limit '-5MB' is not a size" in err and "expected one argument" not in err
 
 
-def test_only_values_after_a_long_option_are_attached():
-    assert _attach_negative_values(["place", "m.pb", "--finetune", "-1e3", "-h"]) == [
+def test_only_values_of_options_that_take_one_are_attached():
+    takes = {"--finetune", "--seed"}
+    assert _attach_negative_values(["place", "m.pb", "--finetune", "-1e3", "-h"], takes) == [
         "place", "m.pb", "--finetune=-1e3", "-h"]
-    assert _attach_negative_values(["--seed=1", "-2", "--", "-3", "-x", "-4"]) == [
-        "--seed=1", "-2", "--", "-3", "-x", "-4"]
+    assert _attach_negative_values(["--seed=1", "-2", "--", "-3", "--json", "-4"], takes) == [
+        "--seed=1", "-2", "--", "-3", "--json", "-4"]
+
+
+def test_a_model_named_like_a_number_after_a_flag_is_the_model():
+    assert parse(["inspect", "--json", "-1"]).model == "-1"
 
 
 def test_plain_values_are_left_alone():

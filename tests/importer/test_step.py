@@ -122,11 +122,38 @@ def test_several_signatures_and_none_that_trains_ask_for_a_choice(tmp_path, tf2_
     assert only.meta["import"]["trains"] is False
 
 
-def test_a_tf1_graph_trains_whatever_its_signatures():
-    gd = tf1_step(saver=False)
-    assert gplace.load_graph(gd).meta["import"]["trains"]
+def test_a_tf1_saved_model_whose_train_op_is_outside_its_signatures_is_kept_whole(tmp_path):
+    """A TF1 SavedModel serves its signatures and trains by an op none of them returns: the
+    whole graph is the step, the training op in it."""
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [8, 32], name="x")
+        w = v1.get_variable("w", [32, 16], use_resource=True)
+        y = tf.matmul(x, w, name="y")
+        v1.train.AdamOptimizer(0.01).minimize(tf.reduce_mean(tf.square(y)), name="train_op")
+        with v1.Session() as sess:
+            sess.run(v1.global_variables_initializer())
+            builder = v1.saved_model.Builder(str(tmp_path / "sm"))
+            serve = v1.saved_model.predict_signature_def({"x": x}, {"y": y})
+            predict = v1.saved_model.predict_signature_def({"x": x}, {"w": w.read_value()})
+            builder.add_meta_graph_and_variables(sess, ["serve"], signature_def_map={
+                "serving_default": serve, "weights": predict})
+            builder.save()
+    g = gplace.load_graph(tmp_path / "sm")
+    assert g.meta["import"]["signature"] is None and g.meta["import"]["trains"]
+    assert "train_op" in g.names.tolist() and "ResourceApplyAdam" in g.op_types.tolist()
     with pytest.raises(gplace.GraphError, match="the graph has none"):
-        gplace.load_graph(gd, signature="train")
+        gplace.load_graph(tf1_step(saver=False), signature="train")
+
+
+def test_the_checkpoint_of_a_saved_graph_is_where_tensorflow_saves_it(tmp_path):
+    from gplace.importer.reader import checkpoint_of
+    (tmp_path / "sm").mkdir()
+    assert checkpoint_of(tmp_path / "sm", "savedmodel") == str(tmp_path / "sm/variables/variables")
+    assert checkpoint_of(tmp_path / "sm" / "saved_model.pb", "savedmodel") == \
+        str(tmp_path / "sm/variables/variables")
+    assert checkpoint_of(tmp_path / "model.ckpt.meta", "metagraph") == str(tmp_path / "model.ckpt")
+    assert checkpoint_of("<tf.Graph>", "tf.Graph") is None
 
 
 def test_a_concrete_function_brings_its_variables_shapes_and_bytes(tf2_step):
@@ -136,64 +163,6 @@ def test_a_concrete_function_brings_its_variables_shapes_and_bytes(tf2_step):
     assert graph.param_bytes.sum() == 2 * 24 * 12 * 4
     matmuls = graph.op_types == "MatMul"
     assert matmuls.sum() >= 2 and np.all(graph.flops[matmuls] == 2 * 6 * 24 * 12)
-
-
-def test_a_trip_count_folded_from_constants_counts():
-    """Keras 3's recurrent layers pass maximum_iterations through a Max over a constant (the
-    sequence lengths): the loop counts that many trips, as with a constant."""
-    @tf.function(input_signature=[tf.TensorSpec([8, 8], tf.float32)])
-    def loop(x):
-        trips = tf.reduce_max(tf.constant([3, 12, 5]), axis=tf.range(1))
-        return tf.while_loop(lambda i, a: i < 100, lambda i, a: (i + 1, tf.matmul(a, x)),
-                             [0, x], maximum_iterations=trips)[1]
-    g = gplace.load_graph(loop.get_concrete_function())
-    loop_op = int(np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))[0])
-    assert any("12 iterations" in n for n in g.meta["import"]["notes"])
-    assert g.flops[loop_op] >= 12 * 2 * 8 * 8 * 8
-
-
-def test_a_scan_counts_its_iterations():
-    """tf.scan's functional While fixes maximum_iterations to the sequence length: its body's
-    FLOPs count that many times; a loop whose trip count the graph does not fix counts once."""
-    @tf.function(input_signature=[tf.TensorSpec([16, 8, 8], tf.float32)])
-    def scan(xs):
-        return tf.scan(lambda acc, x: tf.matmul(acc, x), xs, initializer=tf.eye(8))
-    g = gplace.load_graph(scan.get_concrete_function())
-    loop = int(np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))[0])
-    assert any("16 iterations" in n for n in g.meta["import"]["notes"])
-    assert g.flops[loop] >= 16 * 2 * 8 * 8 * 8
-
-    w = tf.Variable(tf.eye(8))
-
-    @tf.function(input_signature=[tf.TensorSpec([16, 8, 8], tf.float32)])
-    def trained(xs):  # the gradient loop counts to the forward loop's final counter
-        with tf.GradientTape() as tape:
-            loss = tf.reduce_sum(tf.scan(lambda acc, x: tf.matmul(acc, w) + x, xs,
-                                         initializer=tf.zeros([8, 8])))
-        w.assign_sub(0.1 * tape.gradient(loss, w))
-    g = gplace.load_graph(trained.get_concrete_function())
-    loops = np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))
-    assert len(loops) == 2
-    assert sum("16 iterations" in n for n in g.meta["import"]["notes"]) == 2
-    assert any("one per trip of" in n for n in g.meta["import"]["notes"])
-    # the gradient body holds two matmuls of the forward's size per trip
-    assert g.flops[loops].min() >= 16 * 2 * 8 * 8 * 8
-
-    @tf.function(input_signature=[tf.TensorSpec([], tf.int32)])
-    def open_ended(n):
-        return tf.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 2.0), (0, 1.0))[1]
-    g = gplace.load_graph(open_ended.get_concrete_function())
-    assert any("cost of one iteration" in n for n in g.meta["import"]["notes"])
-
-    @tf.function(input_signature=[tf.TensorSpec([8, 8], tf.float32)])
-    def until_small(x):  # exits on its data; maximum_iterations is only a cap
-        return tf.while_loop(lambda i, y: tf.norm(y) > 1e-3,
-                             lambda i, y: (i + 1, tf.matmul(y, x) * 0.1), (0, x),
-                             maximum_iterations=100000)[1]
-    g = gplace.load_graph(until_small.get_concrete_function())
-    loop = int(np.flatnonzero(np.isin(g.op_types, ["While", "StatelessWhile"]))[0])
-    assert g.flops[loop] < 10 * 2 * 8 * 8 * 8
-    assert any("at most 100,000" in n for n in g.meta["import"]["notes"])
 
 
 def test_a_sink_that_trains_is_the_steps_whatever_its_name_or_reads():
@@ -245,3 +214,21 @@ def test_a_none_batch_is_named_with_the_size_it_was_given():
         assert f"1 placeholder with unknown dimensions (a None batch) given size {size} " \
             "(--unknown-dim): x" in g.meta["import"]["notes"]
         assert g.out_bytes[g.out_ptr[list(g.names).index("x")]] == size * 32 * 4
+
+
+def test_a_signature_whose_outputs_are_not_in_the_graph_is_named(tmp_path, tf2_step,
+                                                                 save_with_predict):
+    from gplace.importer.reader import read_graph
+    from gplace.importer.step import choose_signature
+    graph_def, _, meta = read_graph(save_with_predict(tf2_step, tmp_path / "m"))
+    nodes = list(graph_def.node)
+    index = {n.name: k for k, n in enumerate(nodes)}
+    outputs = {name: sorted({t.split(":")[0] for t in sig["outputs"].values()})
+               for name, sig in meta["signatures"].items()}
+    outputs["train"] = ["gone"]
+    with pytest.raises(gplace.GraphError, match="signature 'train' returns the outputs of op "
+                                                "'gone', which the graph does not hold"):
+        choose_signature(nodes, [], [], index, {}, outputs, None)
+    outputs["train"] = []
+    with pytest.raises(gplace.GraphError, match="signature 'train' returns no tensor"):
+        choose_signature(nodes, [], [], index, {}, outputs, "train")
