@@ -198,6 +198,7 @@ class DirectLSTM(torch.nn.Module):
         return torch.nn.functional.cross_entropy(self.out(self.rnn(x)[0][-1]), y)
 
 
+@pytest.mark.filterwarnings("ignore:The tensor attributes:UserWarning")  # export, on nn.LSTM
 def test_an_lstm_fed_by_the_batch_imports_and_steps_as_eager(tmp_path):
     torch.manual_seed(0)
     model, batch = DirectLSTM(), (torch.randn(5, 3, 8), torch.tensor([0, 3, 1]))
