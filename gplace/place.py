@@ -146,6 +146,10 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         raise ConfigError("optimal bounds simulated step times; it needs measure='sim'")
     graph = model if isinstance(model, OpGraph) else load_graph(model, **import_options)
     chosen, why = choose_cluster(cluster)
+    if chosen.num_devices < 2:
+        raise ConfigError(f"cluster {chosen.name} has one device, so every placement puts "
+                          "every op on it: there is nothing to place (a cluster YAML or "
+                          "preset with two or more devices: gplace clusters)")
     chosen = with_memory_limit(chosen, memory_limit)
     placer = _placer(checkpoint, seed, finetune, measure, polish, screen)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
@@ -189,7 +193,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
                 r.placement for r in heuristics.values()])
             if exact.feasible and (not best.feasible or exact.step_time_s < best.step_time_s):
                 best, chosen = best._replace(placement=exact.placement, feasible=True,
-                                             step_time_s=exact.step_time_s), "optimal (CP-SAT)"
+                                             step_time_s=exact.step_time_s), (
+                    "optimal (CP-SAT)" if exact.info.get("returned") == "solver" else
+                    "optimal (hill climbing after CP-SAT)")
         if not best.feasible and not best_h.feasible:
             tried = {**heuristics, "gnn": tuned, **({"optimal": exact} if exact else {})}
             raise GplaceError(_shortfall_message(problem, measurer, tried, finetune, optimal))

@@ -94,12 +94,22 @@ def test_optimal_runs_when_nothing_else_fits(checkpoint, monkeypatch):
         found["seeds"] = len(seeds)
         placement = np.zeros(problem.num_units, np.int64)
         return PlaceResult("optimal", placement, 0.5, True, 0, 0.0,
-                           History(np.zeros(0), np.zeros(0, bool)), {"status": "feasible"})
+                           History(np.zeros(0), np.zeros(0, bool)),
+                           {"status": "feasible", "returned": "solver"})
     monkeypatch.setattr(place_module, "_solve_exactly", solve)
     r = place_module.place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint,
                            memory_limit="1MB", progress=False, optimal=5)
     assert r.summary.chosen == "optimal (CP-SAT)" and r.step_time_s == 0.5
     assert found["seeds"] == 1 + len(r.heuristics) and r.exact.info["status"] == "feasible"
+    returned = "polish"  # the exact placer's hill climbing won, not the solver: said so
+
+    def polished(problem, seconds, seeds, workers=2):
+        result = solve(problem, seconds, seeds, workers)
+        return result._replace(info={**result.info, "returned": returned})
+    monkeypatch.setattr(place_module, "_solve_exactly", polished)
+    r = place_module.place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint,
+                           memory_limit="1MB", progress=False, optimal=5)
+    assert r.summary.chosen == "optimal (hill climbing after CP-SAT)"
 
 
 def test_optimal_on_a_problem_over_the_solvers_size_is_refused_before_placing(monkeypatch):
@@ -262,3 +272,12 @@ def test_screen_sets_finetunings_moves_drawn_per_move_measured(tmp_path, monkeyp
     run = subprocess.run([sys.executable, "-m", "gplace", "place", str(EXAMPLE), "--screen",
                           "0", "--out", str(tmp_path / "o")], capture_output=True, text=True)
     assert run.returncode == 2 and "out of range" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_a_cluster_of_one_device_is_refused():
+    """Every placement on one device is the same one: nothing to search or measure again."""
+    from gplace.place import place
+    from tests.sim.helpers import cluster, device
+    with pytest.raises(ConfigError, match="has one device, so every placement puts every op "
+                                          "on it"):
+        place(EXAMPLE, cluster=cluster(device("only")), progress=False)

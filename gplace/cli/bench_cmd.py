@@ -14,19 +14,23 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                        description="Run every method on every graph and cluster with the same "
                                    "budget and seeds; write results.md, results.csv and curve "
                                    "PNGs to --out. Step times are simulated (estimates).")
-    p.add_argument("--graphs", nargs="+", required=True, metavar="MODEL")
+    p.add_argument("--graphs", nargs="+", required=True, metavar="MODEL",
+                   help="TensorFlow graph files or SavedModel folders")
     p.add_argument("--cluster", nargs="+", default=["post-4gpu"], metavar="C",
                    help="preset names or YAML files (default: post-4gpu)")
     p.add_argument("--methods", default="post,pg,random,hill,single",
-                   help="comma-separated placer names (default: %(default)s)")
+                   help="comma-separated placer names (default: %(default)s); results.md's "
+                        "'vs best heuristic' is against the best of the heuristics named here "
+                        "(add single and heft for the usual reference); optimal runs CP-SAT "
+                        "for its own time limit (60 s), not --budget")
     p.add_argument("--budget", type=checks.count(1, checks.MAX_SAMPLES, "samples per method "
                                                  "and seed"), default=2400,
                    help="samples per method and seed (1 to 10**6; default 2400)")
     p.add_argument("--seeds", type=checks.count(1, checks.MAX_SEEDS, "seeds per method"),
                    default=3, help="seeds per sampling method (default 3)")
     p.add_argument("--units", type=checks.count(0, 10**6, "units"), default=64,
-                   help="coarsen to at most this many units; 0 keeps colocation groups "
-                        "(default 64)")
+                   help="coarsen to at most this many units; 0 keeps colocation groups, as "
+                        "gplace place does (default 64: coarser problems, other step times)")
     p.add_argument("--out", default="bench-out", help="output directory (default bench-out)")
     p.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     return p

@@ -25,5 +25,6 @@ def run(args) -> int:
     for c in clusters:
         kinds = Counter(d.kind for d in c.devices)
         mix = " + ".join(f"{k}x {kind}" for kind, k in kinds.items())
-        print(f"{c.name:<12} {c.num_devices:>2} devices ({mix}): {c.description}")
+        print(f"{c.name:<12} {c.num_devices:>2} device{'s' if c.num_devices != 1 else ' '} "
+              f"({mix}): {c.description}")
     return 0

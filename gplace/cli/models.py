@@ -13,7 +13,8 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
                    help="SavedModel only: the signature to place (default: the one that "
                         "trains, or the only one; the others are left out)")
     p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
-                   help=".pt2 only: the optimizer whose updates the step adds: sgd (default), "
+                   help=".pt2 only: the optimizer whose updates the step adds: sgd (default; "
+                        "simulate --placement: the one the placement was made with), "
                         "momentum (sgd with momentum 0.9), adam or adamw, with hyperparameters "
                         "as e.g. sgd:momentum=0.9,nesterov=true,weight_decay=1e-4 or "
                         "adamw:lr=3e-4,weight_decay=0.1 (keys: lr, momentum, dampening, "

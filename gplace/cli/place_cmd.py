@@ -28,7 +28,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", default=None, help="policy checkpoint (default: shipped)")
     p.add_argument("--finetune", type=checks.count(0, checks.MAX_SAMPLES, "placements measured"),
                    default=0, metavar="N",
-                   help="placements to measure while fine-tuning (0: zero-shot; at most 10**6)")
+                   help="placements to measure while fine-tuning (default 0: zero-shot only; "
+                        "at most 10**6)")
     p.add_argument("--polish", type=checks.count(0, checks.MAX_SAMPLES, "schedule estimates"),
                    default=None, metavar="N",
                    help="zero-shot's hill climbing on the list schedule's estimate: N replays, "
@@ -60,6 +61,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     from gplace.errors import ConfigError, GplaceError
+    if args.allow_unsafe and args.measure != "real":
+        raise ConfigError("--allow-unsafe lets --measure real run ops with side effects; it "
+                          "needs --measure real")
     if args.loss is not None and args.measure != "real":
         raise ConfigError(f"--loss {args.loss!r} names the op a real step runs; it needs "
                           f"--measure real")
@@ -125,10 +129,11 @@ def _seconds(text: str) -> float:
 
 def _exact_info(exact) -> dict:
     """The exact placer's figures, plain JSON types."""
-    keep = ("status", "solver_bound_s", "solver_makespan_s", "solver_step_time_s", "gap",
-            "time_unit_s", "rounding_slack_s", "wall_s")
+    keep = ("status", "returned", "solver_bound_s", "cp_sat_bound_s", "solver_makespan_s",
+            "solver_step_time_s", "gap", "time_unit_s", "rounding_slack_s", "wall_s")
     return {"step_time_s": exact.step_time_s,
-            **{k: float(v) if k != "status" else v for k, v in exact.info.items() if k in keep}}
+            **{k: v if isinstance(v, str) else float(v) for k, v in exact.info.items()
+               if k in keep}}
 
 
 def _exact_line(exact) -> str:
@@ -140,9 +145,11 @@ def _exact_line(exact) -> str:
     elif math.isfinite(gap):
         proven = f"{i['status']}, solver gap {gap:.1%}"
     else:  # CP-SAT found no schedule in the time limit: the bound is the combinatorial one
-        proven = f"{i['status']}: no solver schedule within --optimal"
+        proven = f"{i['status']}: no solver schedule within --optimal, the cost model's bound"
+    by = {"solver": "by CP-SAT", "polish": "by hill climbing from the solver's best start",
+          "start": "its start"}.get(i.get("returned"), "")
     return (f"exact (CP-SAT)   proven lower bound {_ms(i['solver_bound_s'])} ({proven}); best "
-            f"placement found {_ms(exact.step_time_s)} simulated "
+            f"placement found {_ms(exact.step_time_s)} simulated, {by} "
             f"({i.get('proven_ratio', float('nan')):.3f}x the bound"
             f"{', certified optimal' if i.get('certified') else ''}) in {i['wall_s']:.0f} s")
 

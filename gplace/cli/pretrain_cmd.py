@@ -85,7 +85,10 @@ def config_of(args) -> PretrainConfig:
 
 
 def run(args) -> int:
+    checks.policy_checkpoint(args.init_from)  # what the user typed, before the default corpus
+    args.corpus = _default_corpus(args.corpus)
     cfg = config_of(args)
+    cfg.check_rounds_validate()
     out = Path(args.out)
     log_dir = Path(args.log_dir) if args.log_dir else out.parent / "runs" / out.stem
     # paths and checkpoints, before TF and torch load
@@ -103,12 +106,28 @@ def run(args) -> int:
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly, before TensorBoard imports it with its C++ start-up lines
     cfg = _network_shape(cfg)
-    from gplace.gnn.iteration import default_jobs, prepare_corpus, run_iteration
+    from gplace.gnn.iteration import (default_jobs, is_first_process, prepare_corpus,
+                                      run_iteration)
     prepare_corpus(cfg, args.restore)
     run_iteration(cfg, out, log_dir, jobs=args.jobs or default_jobs(args.devices),
                   devices=args.devices, num_nodes=args.num_nodes, progress=not args.no_progress)
-    print(f"wrote {out} and {out.with_suffix('.md')}; run folder {log_dir}")
+    if is_first_process():
+        print(f"wrote {out} and {out.with_suffix('.md')}; run folder {log_dir}")
     return 0
+
+
+def _default_corpus(corpus: str) -> str:
+    """``--corpus`` as given; the default (the shipped policy's corpus, a folder of gplace's
+    repository) also from elsewhere inside the clone."""
+    from gplace.errors import ConfigError
+    if corpus != PretrainConfig.corpus or Path(corpus).is_dir():
+        return corpus
+    from gplace.cli.calibrate_cmd import clone_root
+    root = clone_root()
+    if root is None or not (root / corpus).is_dir():
+        raise ConfigError(f"the default --corpus {corpus} is a folder of gplace's repository, "
+                          "and this is not inside a clone of it: pass --corpus DIR")
+    return str(root / corpus)
 
 
 def _network_shape(cfg: PretrainConfig) -> PretrainConfig:

@@ -135,6 +135,14 @@ class PretrainConfig:
                                    # of the whole corpus costs about an hour on 2 cores)
     learn: LearnConfig = field(default_factory=lambda: LearnConfig(**IMITATION))
 
+    def check_rounds_validate(self) -> None:
+        """A ConfigError where a round of expert iteration would never validate: rounds are
+        kept or dropped by their validation figure (imitation alone may skip it)."""
+        _check([(self.val_every > self.max_steps,
+                 f"--val-every {self.val_every} is over --max-steps {self.max_steps}: a round "
+                 f"would never validate, and rounds are compared by their validation; lower "
+                 f"--val-every to at most {self.max_steps}")])
+
     def __post_init__(self):
         lc = self.learn
         _check([(self.max_steps < 1, "--max-steps must be >= 1"),

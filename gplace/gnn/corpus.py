@@ -96,11 +96,19 @@ def _from_manifest(manifest: Path, corpus: Path) -> list[CorpusGraph]:
 
 
 def _from_folder(directory: Path) -> list[CorpusGraph]:
-    out = []
+    """The folder's graph files and SavedModels, named by the file name before its first dot
+    (the name its profile, cached experts and seeds are found by); a ConfigError where two
+    files would share a name."""
+    out, seen = [], {}
     for path in sorted(directory.iterdir()):
         is_saved_model = path.is_dir() and (path / "saved_model.pb").exists()
         if path.suffix in GRAPH_SUFFIXES or is_saved_model:
             name = path.name if is_saved_model else path.name.split(".")[0]
+            if name in seen:
+                raise ConfigError(f"{directory}: {seen[name]} and {path.name} both name the "
+                                  f"graph {name!r} (the name before the first dot keys its "
+                                  "profile and its cached experts); rename one")
+            seen[name] = path.name
             profile = directory / f"{name}.profile.json.gz"
             out.append(CorpusGraph(name, name, "train", path, profile if profile.exists() else None))
     return out

@@ -42,7 +42,7 @@ from gplace.gnn.cache import graph_key
 from gplace.gnn.config import PretrainConfig
 from gplace.gnn.corpus import load_corpus_graph
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name
-from gplace.gnn.pretrain import ProblemPool, _jsonable, cluster_of, run_pretrain
+from gplace.gnn.pretrain import ProblemPool, _jsonable, cluster_of, graph_ops, run_pretrain
 from gplace.gnn.validation import VAL_METRICS, geomean, val_key
 from gplace.io import atomic_write_bytes, atomic_write_text
 
@@ -101,8 +101,9 @@ class Every:
 
 def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
                    log=sys.stderr) -> None:
-    """Lists the corpus (ConfigError: unreadable manifest, no graph that imports), says which
-    graphs are skipped because they do not import, and restores the experts archive
+    """Lists the corpus (ConfigError: unreadable manifest, no training graph that imports
+    within ``max_graph_ops``), says which graphs are skipped because they do not import or
+    are over ``max_graph_ops``, and restores the experts archive
     (``restore``, else the corpus folder's ``experts.npz``) into the cache, where it drops
     what graphs or profiles changed since (gplace.gnn.cache.drop_stale)."""
     from gplace.gnn.cache import drop_stale
@@ -118,10 +119,22 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     if not any(e.split == "train" for e in good):
         raise ConfigError(f"{cfg.corpus}: no training graph that imports "
                           f"({len(bad)} skipped)")
-    skipped = {id(e) for e, _ in bad}
+    over = [e for e in good if graph_ops(e) > cfg.max_graph_ops]
+    if over:
+        print(f"pretrain: left out {len(over)} graph{'s' if len(over) > 1 else ''} over "
+              f"--max-graph-ops {cfg.max_graph_ops:,}: " + ", ".join(
+                  f"{e.path.name} ({graph_ops(e):,} ops)" for e in over[:5])
+              + (", ..." if len(over) > 5 else ""), file=log, flush=True)
+    if not any(e.split == "train" and e not in over for e in good):
+        smallest = min(graph_ops(e) for e in good if e.split == "train")
+        raise ConfigError(f"{cfg.corpus}: no training graph within --max-graph-ops "
+                          f"{cfg.max_graph_ops:,} (the smallest has {smallest:,} ops); "
+                          "raise --max-graph-ops")
+    skipped = {id(e) for e, _ in bad} | {id(e) for e in over}
     kept = [e for e in entries if id(e) not in skipped]
     print(f"pretrain: corpus {cfg.corpus}: {describe(kept)}"
-          + (f" ({len(bad)} skipped)" if bad else ""), file=log, flush=True)
+          + (f" ({len(bad) + len(over)} left out)" if bad or over else ""), file=log,
+          flush=True)
     archive = restore or corpus_archive(cfg.corpus)
     if archive is not None:
         w, p, f = restore_archive(entries, archive)
@@ -137,7 +150,9 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
                   devices: int = 1, num_nodes: int = 1, progress: bool = False,
                   log=sys.stderr) -> list[RoundResult]:
     """Rounds of expert iteration in ``run_dir`` (resumed where it stands); writes the best
-    round's policy to ``out`` and its card to ``out.with_suffix('.md')``."""
+    round's policy to ``out`` and its card to ``out.with_suffix('.md')``. A ConfigError where
+    a round would never validate: rounds are kept or dropped by their validation figure."""
+    cfg.check_rounds_validate()
     check_run_folder(cfg, run_dir)
     results: list[RoundResult] = []
     while not _done(cfg, results):
@@ -147,9 +162,10 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
             _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log)
         results.append(RoundResult(**json.loads((folder / RESULT).read_text())))
         r = results[-1]
-        print(f"pretrain: round {k} done: validation {r.val:.4f} ({cfg.validate} / best heuristic; "
-              f"{r.selected}), {r.experts_text()}, {r.searched} searched, {r.seconds:.0f} s",
-              file=log, flush=True)
+        if is_first_process():
+            print(f"pretrain: round {k} done: validation {r.val:.4f} ({cfg.validate} / best "
+                  f"heuristic; {r.selected}), {r.experts_text()}, {r.searched} searched, "
+                  f"{r.seconds:.0f} s", file=log, flush=True)
     start = validate_start(cfg, run_dir, log) if cfg.init_from and _rank() == 0 else None
     best = min(([start] if start else []) + results, key=lambda r: r.val)
     if _rank() == 0:
@@ -392,8 +408,18 @@ def check_corpus_costs(cfg: PretrainConfig, run_dir: Path) -> None:
 
 
 def _rank() -> int:
+    """This process's rank: the process group's while there is one, else 0 only for the
+    first process of the first node (Lightning's launcher gives the others LOCAL_RANK or
+    NODE_RANK; after a fit the group is gone, and every process would say 0)."""
     import torch.distributed as dist
-    return dist.get_rank() if dist.is_available() and dist.is_initialized() else 0
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank()
+    return int(os.environ.get("LOCAL_RANK", 0) or 0) + int(os.environ.get("NODE_RANK", 0) or 0)
+
+
+def is_first_process() -> bool:
+    """Whether this is the process that writes and reports a run's results."""
+    return _rank() == 0
 
 
 def _barrier() -> None:

@@ -129,7 +129,7 @@ class ProblemPool:
         self.cfg, self.search = cfg, search  # search: a missing expert is searched on first use
         self.expert_budget = cfg.expert_budget if split == "train" else 0
         self.specs = [s for s in problem_specs(cfg, split)
-                      if _ops(s[0]) <= cfg.max_graph_ops]
+                      if graph_ops(s[0]) <= cfg.max_graph_ops]
         self.names = [f"{e.name}@{c if isinstance(c, str) else f'random-{c}'}"
                       for e, c in self.specs]
         self.states: dict[int, ProblemState] = {}
@@ -178,7 +178,7 @@ class ProblemPool:
 
 
 @functools.lru_cache(maxsize=None)
-def _ops(entry: CorpusGraph) -> int:
+def graph_ops(entry: CorpusGraph) -> int:
     """The manifest's op count where it has one (importing every graph of a large corpus just
     to count its ops takes minutes on a fresh clone), else the imported graph's."""
     return entry.ops if entry.ops is not None else load_corpus_graph(entry).num_ops
@@ -200,10 +200,11 @@ class CorpusDataModule(L.LightningDataModule):
             if self.before_fit is not None:
                 self.before_fit(self.trainer.global_rank, self.trainer.world_size,
                                 self.trainer.strategy.barrier)
-            entries = list_corpus(self.cfg.corpus)
-            print(f"pretrain: corpus {self.cfg.corpus}: {describe(entries)}", file=sys.stderr)
             self.train = ProblemPool(self.cfg, "train", search=self.before_fit is None)
             self.val = validation_pool(self.cfg, self.train)
+            used = {e.path: e for e, _ in self.train.specs + self.val.specs}  # import, fit
+            print(f"pretrain: corpus {self.cfg.corpus}: {describe(list(used.values()))}",
+                  file=sys.stderr)
             if self.val is self.train:
                 print("pretrain: the corpus has no validation split; validating on the "
                       "training problems (not a generalization figure)", file=sys.stderr)

@@ -53,11 +53,11 @@ def test_every_committed_expert_is_found_by_its_problem_key():
     from gplace.gnn.config import PretrainConfig
     from gplace.gnn.corpus import load_corpus_graph
     from gplace.gnn.experts import EXPERT_FILE, corpus_archive
-    from gplace.gnn.pretrain import cluster_of, problem_specs, _ops
+    from gplace.gnn.pretrain import cluster_of, graph_ops, problem_specs
     cfg = PretrainConfig()
     problems = set()
     for e, c in problem_specs(cfg, "train"):
-        if _ops(e) <= cfg.max_graph_ops:
+        if graph_ops(e) <= cfg.max_graph_ops:
             g = load_corpus_graph(e)
             problems.add((e.name, graph_key(cluster_of(c), g, int(g.group.max()) + 1,
                                             e.profile is not None)))

@@ -3,6 +3,7 @@ corpora."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -51,8 +52,9 @@ def test_the_command_runs_a_round_and_skips_a_junk_graph(tmp_path):
     err = proc.stderr
     skips = [l for l in err.splitlines() if l.startswith("pretrain: skipped")]
     assert len(skips) == 1 and skips[0].startswith("pretrain: skipped junk.pb: ")
-    corpus_line = next(l for l in err.splitlines() if l.startswith("pretrain: corpus "))
-    assert ": 2 graphs (2 train)" in corpus_line and corpus_line.endswith("(1 skipped)")
+    corpus_lines = [l for l in err.splitlines() if l.startswith("pretrain: corpus ")]
+    assert ": 2 graphs (2 train)" in corpus_lines[0] and corpus_lines[0].endswith("(1 left out)")
+    assert all(": 2 graphs (2 train)" in line for line in corpus_lines)  # the pools' too
     assert "round 1 step 2/2: validation" in err and "round 1 done: validation" in err
     card = (tmp_path / "out" / "p.md").read_text()
     assert "| **1** |" in card and "| 2 |" in card  # the round row, the step-2 validation row
@@ -328,3 +330,41 @@ def test_rounds_go_on_while_validation_gains_at_least_min_gain():
     assert not done(0.60, 0.597, min_gain=0.0)       # any gain goes on without a threshold
     assert done(0.60, 0.60, min_gain=0.0) and done(0.58, 0.60)
     assert done(0.60, 0.50, rounds=2) and not done(0.60, 0.61, rounds=3)
+
+
+def test_a_corpus_whose_graphs_are_all_over_the_op_limit_is_one_clear_error(tmp_path):
+    from gplace.errors import ConfigError
+    from gplace.gnn.iteration import prepare_corpus
+    corpus = folder_corpus(tmp_path / "mine")
+    log = io.StringIO()
+    with pytest.raises(ConfigError, match=r"no training graph within --max-graph-ops 10 \(the "
+                                          r"smallest has [0-9,]+ ops\); raise --max-graph-ops"):
+        prepare_corpus(tiny(corpus, max_graph_ops=10), log=log)
+    assert "left out 2 graphs over --max-graph-ops 10: " in log.getvalue()
+
+
+def test_expert_iteration_refuses_rounds_that_would_never_validate(tmp_path):
+    from gplace.errors import ConfigError
+    from gplace.gnn.iteration import run_iteration
+    with pytest.raises(ConfigError, match="--val-every 5 is over --max-steps 4: a round would "
+                                          "never validate"):
+        run_iteration(tiny(tmp_path, val_every=5), tmp_path / "p.pt", tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+
+
+def test_two_files_that_would_share_a_graph_name_are_refused(tmp_path):
+    from gplace.errors import ConfigError
+    from gplace.gnn.corpus import list_corpus
+    corpus = folder_corpus(tmp_path / "mine")
+    shutil.copy(GRAPHS[0], corpus / "m.v1.pb")
+    shutil.copy(GRAPHS[1], corpus / "m.v2.pb")
+    with pytest.raises(ConfigError, match="m.v1.pb and m.v2.pb both name the graph 'm'"):
+        list_corpus(str(corpus))
+
+
+def test_the_default_corpus_is_found_inside_the_clone_and_named_outside_it(tmp_path):
+    outside = gplace(["--max-steps", "1", "--val-every", "2"], tmp_path, timeout=120)
+    assert outside.returncode == 2
+    assert "this is not inside a clone of it: pass --corpus DIR" in outside.stderr
+    inside = gplace(["--max-steps", "1", "--val-every", "2"], ROOT / "finetune", timeout=120)
+    assert inside.returncode == 2 and "--val-every 2 is over --max-steps 1" in inside.stderr
