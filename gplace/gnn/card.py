@@ -91,12 +91,13 @@ def time_line(seconds: list[float]) -> str:
     have run on another)."""
     total = sum(seconds)
     hours, minutes = divmod(round(total / 60), 60)
+    clock = f" ({hours} h {minutes} min)" if hours else f" ({minutes} min)" if total >= 60 else ""
     try:
         memory = (f" and {os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') / 2**30:.0f} "
                   f"GiB of memory")
     except (AttributeError, ValueError, OSError):  # no sysconf (Windows) or no such name
         memory = ""
-    return (f"Time: the rounds took {total:,.0f} s ({hours} h {minutes} min) of wall time, "
+    return (f"Time: the rounds took {total:,.0f} s{clock} of wall time, "
             f"reading the corpus before them not counted; this card was written on a machine "
             f"with {os.cpu_count()} CPU cores{memory}.")
 

@@ -215,16 +215,45 @@ def _done(cfg: PretrainConfig, results: list[RoundResult]) -> bool:
                                   >= min(r.val for r in results[:-1]) * (1 - cfg.min_gain))
 
 
+class RoundClock:
+    """A round's wall time over the sessions that ran it: the time recorded by earlier
+    sessions (``seconds.json`` in the round's folder, saved at each validation, where a
+    resumed run starts again) plus this session's."""
+
+    def __init__(self, folder: Path):
+        self.path, self.began = folder / "seconds.json", time.perf_counter()
+        self.earlier = float(json.loads(self.path.read_text())) if self.path.exists() else 0.0
+
+    def seconds(self) -> float:
+        return self.earlier + time.perf_counter() - self.began
+
+    def save(self) -> None:
+        atomic_write_text(self.path, json.dumps(round(self.seconds(), 1)))
+
+
+def _merge_searched(path: Path, rows: list) -> list:
+    """This rank's expert rows; a problem searched by an earlier session of the round counts
+    as searched (a resumed round finds its experts in the cache)."""
+    if path.exists():
+        before = {r[0]: r[3] for r in json.loads(path.read_text())}
+        rows = [[*r[:3], bool(r[3] or before.get(r[0], False))] for r in rows]
+    return rows
+
+
 def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> None:
     start = (cfg.expert_from or cfg.init_from) if k == 1 else results[-1].policy
     rcfg = replace(cfg, expert_from=start if cfg.expert_budget else None)
-    began = time.perf_counter()
+    folder.mkdir(parents=True, exist_ok=True)
+    clock = RoundClock(folder)
     found: list = []
 
     def before_fit(rank: int, world: int, barrier) -> None:
         if cfg.expert_budget:
-            found[:] = search_experts(rcfg, k, rank, world, jobs, log)
-            atomic_write_text(folder / f"experts_rank{rank}.json", json.dumps(found))
+            path = folder / f"experts_rank{rank}.json"
+            found[:] = _merge_searched(path, search_experts(rcfg, k, rank, world, jobs, log))
+            atomic_write_text(path, json.dumps(found))
+            if rank == 0:
+                clock.save()
         barrier("experts")  # every rank's experts are in the cache
 
     last = folder / "checkpoints" / "last.ckpt"
@@ -233,7 +262,7 @@ def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> 
     policy = folder / "policy.pt"
     run_pretrain(rcfg, policy, folder, resume=last.exists(), devices=devices,
                  num_nodes=num_nodes, progress=progress, log=log, before_fit=before_fit,
-                 callbacks=[ProgressLines(k, rcfg.max_steps, log)], meta={"round": k})
+                 callbacks=[ProgressLines(k, rcfg.max_steps, log, clock)], meta={"round": k})
     if _rank() == 0:
         from gplace.gnn.policy import GNNPolicy
         meta = GNNPolicy.load(policy)[1]
@@ -244,7 +273,7 @@ def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> 
             geomean([r[1] / r[2] for r in rows]) if rows else float("nan"),
             # inf: no validation ran (max_steps < val_every)
             float(meta.get(val_key(rcfg)) or np.inf), meta["selected"],
-            round(time.perf_counter() - began, 1), str(policy))
+            round(clock.seconds(), 1), str(policy))
         atomic_write_text(folder / RESULT, json.dumps(result._asdict(), indent=1))
     _barrier()
 
@@ -322,16 +351,20 @@ def problem_key_of(entry, spec) -> str:
 
 
 class ProgressLines(L.Callback):
-    """One line per validation: the round, the step and the validation figure."""
+    """One line per validation: the round, the step and the validation figure; ``clock``:
+    the round's RoundClock, brought up to date there (where a resumed run starts again)."""
 
-    def __init__(self, k: int, max_steps: int, log):
+    def __init__(self, k: int, max_steps: int, log, clock=None):
         self.k, self.max_steps, self.stream, self.best = k, max_steps, log, np.inf
+        self.clock = clock
 
     def on_validation_end(self, trainer, module) -> None:
         rule = module.cfg.validate
         val = trainer.callback_metrics.get(VAL_METRICS[rule])
         if val is None or not trainer.is_global_zero:
             return
+        if self.clock is not None:
+            self.clock.save()
         self.best = min(self.best, float(val))
         print(f"pretrain: round {self.k} step {module.step}/{self.max_steps}: validation "
               f"{float(val):.4f} (best {self.best:.4f}; {rule} / best heuristic, geomean)",

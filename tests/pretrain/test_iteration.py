@@ -368,3 +368,17 @@ def test_the_default_corpus_is_found_inside_the_clone_and_named_outside_it(tmp_p
     assert "this is not inside a clone of it: pass --corpus DIR" in outside.stderr
     inside = gplace(["--max-steps", "1", "--val-every", "2"], ROOT / "finetune", timeout=120)
     assert inside.returncode == 2 and "--val-every 2 is over --max-steps 1" in inside.stderr
+
+
+def test_a_resumed_round_keeps_its_earlier_sessions_time_and_searches(tmp_path):
+    from gplace.gnn.iteration import RoundClock, _merge_searched
+    first = RoundClock(tmp_path)
+    first.earlier = 40.0  # as if 40 s had run before this session
+    first.save()
+    again = RoundClock(tmp_path)
+    assert 40.0 <= again.seconds() < 45.0
+    path = tmp_path / "experts_rank0.json"
+    path.write_text(json.dumps([["a@post-2gpu", 1.0, 2.0, True], ["b@post-2gpu", 1.0, 2.0, False]]))
+    rows = _merge_searched(path, [("a@post-2gpu", 1.0, 2.0, False),
+                                  ("b@post-2gpu", 1.0, 2.0, False)])
+    assert [r[3] for r in rows] == [True, False]  # a was searched by the session before
