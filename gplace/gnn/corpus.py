@@ -11,6 +11,7 @@ without a ``<name>.profile.json.gz`` beside them get estimated (roofline) costs,
 from __future__ import annotations
 
 import functools
+import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -53,6 +54,31 @@ def list_corpus(directory: str | Path) -> list[CorpusGraph]:
         raise ConfigError(f"{directory}: no graphs found (expected a manifest.yaml or "
                           f"{', '.join(GRAPH_SUFFIXES)} files or SavedModel folders)")
     return graphs
+
+
+def left_aside(directory: str | Path) -> list[str]:
+    """What a folder corpus (no manifest) holds that pretraining does not read, as phrases
+    for the log: folders that are not SavedModels (it does not look inside), PyTorch programs
+    (it reads TensorFlow graphs), and graph files whose bytes another file repeats (the same
+    graph would count twice)."""
+    directory = Path(directory)
+    if find_manifest(directory) is not None:
+        return []
+    notes, seen = [], {}
+    for path in sorted(directory.iterdir()):
+        if path.is_dir() and not path.name.startswith(".") and \
+                not (path / "saved_model.pb").exists():
+            notes.append(f"{path.name}/ is a folder, not a SavedModel: its graphs are not read")
+        elif path.suffix.lower() == ".pt2":
+            notes.append(f"{path.name} is a PyTorch program: not read (pretraining reads "
+                         "TensorFlow graphs)")
+        elif path.suffix in GRAPH_SUFFIXES and path.is_file():
+            digest = hashlib.sha256(path.read_bytes()).hexdigest()
+            if digest in seen:
+                notes.append(f"{path.name} holds the same bytes as {seen[digest]}: that graph "
+                             "counts twice")
+            seen.setdefault(digest, path.name)
+    return notes
 
 
 def _read_manifest(manifest: Path) -> dict:

@@ -107,7 +107,7 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     (``restore``, else the corpus folder's ``experts.npz``) into the cache, where it drops
     what graphs or profiles changed since (gplace.gnn.cache.drop_stale)."""
     from gplace.gnn.cache import drop_stale
-    from gplace.gnn.corpus import describe, importable, list_corpus
+    from gplace.gnn.corpus import describe, importable, left_aside, list_corpus
     from gplace.gnn.experts import corpus_archive, restore_archive
     entries = list_corpus(cfg.corpus)
     good, bad = importable([e for e in entries if e.split in ("train", "validation")],
@@ -116,6 +116,8 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
                                f"cached for the next run)", file=log, flush=True)))
     for e, why in bad:
         print(f"pretrain: skipped {e.path.name}: {why}", file=log, flush=True)
+    for note in left_aside(cfg.corpus):
+        print(f"pretrain: {note}", file=log, flush=True)
     if not any(e.split == "train" for e in good):
         raise ConfigError(f"{cfg.corpus}: no training graph that imports "
                           f"({len(bad)} skipped)")

@@ -382,3 +382,16 @@ def test_a_resumed_round_keeps_its_earlier_sessions_time_and_searches(tmp_path):
     rows = _merge_searched(path, [("a@post-2gpu", 1.0, 2.0, False),
                                   ("b@post-2gpu", 1.0, 2.0, False)])
     assert [r[3] for r in rows] == [True, False]  # a was searched by the session before
+
+
+def test_what_a_folder_corpus_does_not_read_or_reads_twice_is_said(tmp_path):
+    from gplace.gnn.corpus import left_aside
+    corpus = folder_corpus(tmp_path / "mine")
+    (corpus / "nested").mkdir()
+    (corpus / "step.pt2").write_bytes(b"PK")
+    shutil.copy(GRAPHS[0], corpus / "copy.pb")
+    first, second = sorted(["copy.pb", GRAPHS[0].name])
+    assert sorted(left_aside(corpus)) == sorted([
+        f"{second} holds the same bytes as {first}: that graph counts twice",
+        "nested/ is a folder, not a SavedModel: its graphs are not read",
+        "step.pt2 is a PyTorch program: not read (pretraining reads TensorFlow graphs)"])
