@@ -76,6 +76,10 @@ def read_checkpoint(path: str | os.PathLike, what: str = "checkpoint"):
     if not zipfile.is_zipfile(path):
         raise ConfigError(f"{path}: not a PyTorch {what} (truncated, corrupt or another kind "
                           f"of file)")
+    with zipfile.ZipFile(path) as archive:
+        if any(n.endswith("/models/model.json") or n == "models/model.json"
+               for n in archive.namelist()):
+            raise ConfigError(f"{path}: a torch.export program (.pt2), not a {what}")
     import torch
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
@@ -83,7 +87,7 @@ def read_checkpoint(path: str | os.PathLike, what: str = "checkpoint"):
         raise ConfigError(f"{path}: the {what} holds Python objects besides tensors and plain "
                           f"data; gplace does not load those (weights_only)") from None
     except Exception as e:  # noqa: BLE001 - any failure to parse untrusted bytes is "corrupt"
-        detail = " ".join(str(e).split())[:120] or type(e).__name__
+        detail = " ".join(str(e).split()).split(". ")[0][:160] or type(e).__name__
         raise ConfigError(f"{path}: the {what} is corrupt ({detail})") from None
 
 

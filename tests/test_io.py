@@ -56,3 +56,13 @@ def test_plain_json_writes_infinite_and_nan_floats_as_null():
                        "n": np.float64(np.inf)})
     assert text == '{"t": null, "rows": [null, 1.5, [2, null]], "n": null}'
     assert json.loads(text, parse_constant=lambda c: 1 / 0)["rows"][1] == 1.5
+
+
+def test_a_pytorch_program_given_as_a_checkpoint_is_named(tmp_path):
+    import zipfile
+    path = tmp_path / "step.pt2"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("step/models/model.json", "{}")
+    with pytest.raises(ConfigError, match=r"a torch.export program \(.pt2\), not a policy "
+                                          r"checkpoint$"):
+        read_checkpoint(path, "policy checkpoint")
