@@ -607,8 +607,8 @@ def write_page(records: dict[str, dict]) -> None:
         "reruns only gplace place's columns, at commit "
         f"{', '.join(sorted({r.get('place_commit', 'of the case') for r in rows}))} here). "
         "Every step time on "
-        "this page is simulated (roofline costs on the small cases; measured CPU profiles where "
-        "the test split has them), none is measured on hardware.\n"]
+        "this page is simulated (roofline costs; the test split's profiles give its TF1 loops "
+        "their run counts), none is measured on hardware.\n"]
     atomic_write_text(PAGE, "\n".join(p for p in parts if p))
 
 

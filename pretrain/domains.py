@@ -687,8 +687,9 @@ schedule estimates fastest
 (gplace.gnn.infer.best_rollout), hill-climbed on that estimate for {polish:,} replays
 (gplace.gnn.infer.polish; nothing measured). The untrained arm gets the same rule.
 "ft 100": 100 fine-tuning samples without heuristic starts (the best of them and the zero-shot
-placement). **Every step time is simulated** (measured CPU profiles for CPU devices, the
-roofline model for GPUs): estimates, not measurements on hardware.
+placement). **Every step time is simulated** (the roofline model on every device; the graphs'
+profiles, measured on another CPU, give the TF1 loops their run counts): estimates, not
+measurements on hardware.
 
 Rebuilt by `nice .venv/bin/python -m pretrain.domains` (records in pretrain/domains.jsonl;
 delete a line to rerun its case), code at commit {commits_of(linear)}.

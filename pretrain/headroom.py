@@ -219,8 +219,9 @@ no lower than "best known / best heuristic", `ft 300 +h` no lower than "best kno
 search" (local search: the better of hill climbing and annealing from the best heuristic at
 2,400 samples; seeds 0-2 where the study ran several), unless it beats every search here.
 The lower bound (gplace.sim.bounds) is far below every placement found, so it does not say how
-much room there is. **Every step time is simulated** (measured CPU profiles for CPU devices,
-the roofline model for GPUs): estimates, not measurements on hardware.
+much room there is. **Every step time is simulated** (the roofline model on every device; the
+graphs' profiles, measured on another CPU, give the TF1 loops their run counts): estimates, not
+measurements on hardware.
 
 Cases: the leave-one-domain-out study's (pretrain/DOMAINS.md: "pretrained" is the policy
 pretrained without the case's domain, ratios are geomeans over seeds 0-2 per case), the

@@ -59,7 +59,9 @@ def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
              f"each, and validates the {VALIDATED[cfg.validate]} of every validation "
              "problem against its best cheap heuristic (geometric mean): the round and "
              "checkpoint with the best figure are chosen. Step times are simulated "
-             "(measured CPU profiles where the corpus has them, the roofline model otherwise): "
+             "(measured op times for devices of a kind the corpus' profiles were taken on, "
+             "the roofline model otherwise; the profiles also give TF1 loops their run "
+             "counts): "
              "estimates, not hardware measurements.", "",
              f"Training problems: {train}; validation problems: "
              f"{val or f'none (validated on the {train} training problems)'}.", "",
