@@ -81,3 +81,14 @@ def test_resimulate_says_what_is_wrong_with_a_damaged_run(mlp_run):
     (out / "calibration.json").write_text(json.dumps(run))
     with pytest.raises(ConfigError, match="coarsened to 16 units.*pass --units 16"):
         resimulate(source, out)
+
+
+def test_a_run_without_its_profiles_is_refused_before_any_graph_is_built(tmp_path, capsys,
+                                                                          monkeypatch):
+    import gplace.cli.calibrate_cmd as cmd
+    from gplace.cli import main
+    (tmp_path / "calibration.json").write_text('{"graphs": [{"name": "quick_mlp"}]}')
+    monkeypatch.setattr(cmd, "resolve_graph", lambda *a: pytest.fail("built a graph first"))
+    assert main(["calibrate", "--resimulate", "--out", str(tmp_path), "--cluster",
+                 "local-procs"]) == 2
+    assert "profiles/quick_mlp.profile.json.gz is missing" in capsys.readouterr().err

@@ -178,6 +178,10 @@ def _resimulate(args, out: Path) -> int:
         names = [g["name"] for g in json.loads(path.read_text())["graphs"]]
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise ConfigError(f"--resimulate: {path} is not a calibration run ({e})") from None
+    missing = [n for n in names if not (out / "profiles" / f"{n}.profile.json.gz").is_file()]
+    if missing:  # before the graphs are built and profiled
+        raise ConfigError(f"--resimulate: {out / 'profiles' / (missing[0] + '.profile.json.gz')}"
+                          f" is missing: re-simulating needs the profiles of the run in {out}")
     sources = [GraphSource(*resolve_graph(n, out)) for n in names]
     config = CalibrateConfig(max_units=args.units, step_overhead=not args.no_overhead,
                              transfer_cpu_s_per_byte=args.transfer_cpu / 1e9,
