@@ -362,6 +362,9 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         warnings.filterwarnings("ignore", message=".*no pre-optimization state was saved")
         # Lightning's own use of a torch API that torch deprecated (not ours to change).
         warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)")
+        # A resumed run writes its checkpoints into the folder it left them in, on purpose.
+        warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not "
+                                                  r"empty")
         if resume and last.exists():  # a damaged file: one line saying so, not Lightning's
             read_checkpoint(last, "checkpoint to resume (delete it to restart the round)")
         trainer.fit(module, datamodule=data,
