@@ -144,7 +144,15 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         raise ConfigError(f"screen = {screen} must be in [1, {MAX_SCREEN}]")
     if optimal is not None and measure != "sim":
         raise ConfigError("optimal bounds simulated step times; it needs measure='sim'")
-    graph = model if isinstance(model, OpGraph) else load_graph(model, **import_options)
+    if isinstance(model, OpGraph):
+        graph = model
+    elif str(model).lower().endswith(".npz"):  # an OpGraph saved by inspect --save
+        if import_options:
+            raise ConfigError(f"{model}: a saved OpGraph is imported already; "
+                              f"{', '.join(import_options)} cannot apply")
+        graph = OpGraph.load(model)
+    else:
+        graph = load_graph(model, **import_options)
     chosen, why = choose_cluster(cluster)
     if chosen.num_devices < 2:
         raise ConfigError(f"cluster {chosen.name} has one device, so every placement puts "

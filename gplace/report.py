@@ -21,8 +21,8 @@ def source_graph_def(src, lean: bool = False):
     calls functions (inlining builds their bodies with TF; gplace.importer.reader, lean)."""
     from gplace.importer import functions, graph_def_of
     from gplace.importer.reader import read_graph_def
-    if isinstance(src, (str, Path)) and str(src).lower().endswith(".pt2"):
-        return None  # a PyTorch program: gplace.torchfront.placed runs it
+    if isinstance(src, (str, Path)) and str(src).lower().endswith((".pt2", ".npz")):
+        return None  # a PyTorch program (gplace.torchfront.placed runs it) or an OpGraph
     if isinstance(src, (str, Path)):
         graph_def, _ = read_graph_def(src, lean=lean)
         if len(graph_def.library.function) and "tensorflow" not in type(graph_def).__module__:

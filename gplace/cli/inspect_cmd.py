@@ -49,6 +49,8 @@ def run(args) -> int:
         summary["loop_runs"] = None if runs is None else int(runs.max())
     from gplace.summary import import_note, shape_caveat
     summary["note"] = "; ".join(n for n in (import_note(graph), shape_caveat(graph)[2:]) if n)
+    if args.save:
+        summary["saved"] = str(args.save)
     summary["seconds"] = round(time.perf_counter() - start, 3)
     if args.json:
         print(plain_json(summary))
@@ -82,6 +84,8 @@ def render(s: dict) -> str:
               + im.get("notes", [])]
     lines += [f"kept           {op}: {why}" for op, why in
               list(im.get("kept_function_ops", {}).items())[:5]]
+    if s.get("saved"):
+        lines.append(f"saved          {s['saved']} (gplace place and simulate take it)")
     lines.append(f"time           {s['seconds']:.2f} s")
     return "\n".join(lines)
 

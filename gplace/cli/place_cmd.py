@@ -19,8 +19,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                                    "policy-guided local moves of the best placement; runs the "
                                    "cheap heuristics alongside and keeps the fastest feasible "
                                    "placement.")
-    p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, or a PyTorch "
-                                 "torch.export program (.pt2) whose forward returns the loss")
+    p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, a PyTorch "
+                                 "torch.export program (.pt2) whose forward returns the loss, "
+                                 "or an OpGraph saved by inspect --save (.npz)")
     models.add_import_arguments(p)
     p.add_argument("--cluster", default=None,
                    help="preset or YAML file (default: the devices here if there are at least "

@@ -39,3 +39,22 @@ def test_text_and_json_when_the_single_device_does_not_fit():
     assert "single device    does not fit in memory" in render(s, None, False)
     text = render(s, None, True)
     assert "Infinity" not in text and json.loads(text)["single_device_s"] is None
+
+
+def test_an_opgraph_saved_by_inspect_places_as_its_graph_does(tmp_path, capsys):
+    """`inspect --save` writes the imported OpGraph; `place` takes it and gives the graph
+    file's placement, and its placed.pb from that file (still where the OpGraph says)."""
+    from gplace.cli import main
+    example = Path(__file__).resolve().parents[2] / "gplace" / "examples" / "small_resnet.pb"
+    assert main(["inspect", str(example), "--save", str(tmp_path / "g.npz")]) == 0
+    assert f"saved          {tmp_path / 'g.npz'}" in capsys.readouterr().out
+    times = []
+    for model, out in ((example, "a"), (tmp_path / "g.npz", "b")):
+        assert main(["place", str(model), "--out", str(tmp_path / out), "--json",
+                     "--polish", "0"]) == 0
+        times.append(json.loads(capsys.readouterr().out)["step_time_s"])
+    assert times[0] == times[1]
+    placed = [(tmp_path / out / "placed.pb").read_bytes() for out in ("a", "b")]
+    assert placed[0] == placed[1]
+    assert json.loads((tmp_path / "a" / "placement.json").read_text())["placement"] == \
+        json.loads((tmp_path / "b" / "placement.json").read_text())["placement"]
