@@ -178,6 +178,24 @@ class ProblemPool:
 
 
 @functools.lru_cache(maxsize=None)
+def steps_bar(progress: bool) -> list:
+    """Lightning's rich progress bar, described by steps: a run is bounded by --max-steps,
+    and Lightning's default description reads "Epoch 0/-2" then. [] without progress or
+    rich (Lightning's tqdm bar says "Epoch 0")."""
+    if not progress:
+        return []
+    try:
+        from lightning.pytorch.callbacks import RichProgressBar
+        RichProgressBar()  # raises without rich
+    except (ImportError, ModuleNotFoundError):
+        return []
+
+    class StepsBar(RichProgressBar):
+        def _get_train_description(self, current_epoch: int) -> str:
+            return "imitation steps"
+    return [StepsBar()]
+
+
 def graph_ops(entry: CorpusGraph) -> int:
     """The manifest's op count where it has one (importing every graph of a large corpus just
     to count its ops takes minutes on a fresh clone), else the imported graph's."""
@@ -347,7 +365,7 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
         num_sanity_val_steps=0, log_every_n_steps=1, enable_progress_bar=progress,
         logger=[L.pytorch.loggers.CSVLogger(log_dir, name="csv"),
                 L.pytorch.loggers.TensorBoardLogger(log_dir, name="tb")],
-        callbacks=averaging(cfg) + list(callbacks) + [best, ResumeCheckpoint(
+        callbacks=averaging(cfg) + list(callbacks) + steps_bar(progress) + [best, ResumeCheckpoint(
             ckpt_dir, every=10 * per_batch, validation_every=cfg.val_every * per_batch)],
         deterministic=True, enable_model_summary=False, default_root_dir=str(log_dir))
     module, data = PretrainModule(cfg), CorpusDataModule(cfg, before_fit)
