@@ -271,14 +271,15 @@ def _how_to_run(result) -> str:
     if runs_with is None and _captured_variables(result.graph):
         code, how = _function_recipe(), (
             "<code>placed.pb</code> is the graph of the <code>tf.function</code> you placed, "
-            "with <code>NodeDef.device</code> set on every op; its variables come in as "
-            "resource placeholders (the function's captures), so it runs inside "
+            "with <code>NodeDef.device</code> set on every op of the step; its variables "
+            "come in as resource placeholders (the function's captures), so it runs inside "
             "<code>tf.compat.v1.wrap_function</code> with them mapped to your variables. It "
             "uses these devices:")
     else:
         code, how = _session_recipe(result, runs_with, remote), (
             "<code>placed.pb</code> is the graph with <code>NodeDef.device</code> set on every "
-            "op; run it like the original graph" + (
+            "op of the step (the ops the import left out keep the device they had); run it "
+            "like the original graph" + (
                 " on the TF cluster whose tasks these are (a session on one of its servers, "
                 "<code>grpc://HOST:PORT</code>)" if remote else "") + ". It uses these devices:")
     devices = "".join(f"<li><code>{_e(d)}</code></li>" for d in used)
