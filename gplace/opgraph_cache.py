@@ -123,8 +123,7 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     folder = cache_folder()
     pt2 = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2")
     if pt2 and options.get("signature") is not None:  # a cached program would hide it
-        raise GraphError(f"{source}: signature {options['signature']!r} asked for, but a "
-                         "PyTorch program has no signatures (a SavedModel has)")
+        raise importer.no_signatures(source, options["signature"])
     if folder is None or (set(options) - {"signature"} and not pt2) \
             or not isinstance(source, (str, os.PathLike)) \
             or (pt2 and not Path(source).is_file()):

@@ -59,8 +59,7 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
     if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
         from gplace import torchfront
         if signature is not None:
-            raise GraphError(f"{source}: signature {signature!r} asked for, but a PyTorch "
-                             "program has no signatures (a SavedModel has)")
+            raise no_signatures(source, signature)
         return torchfront.load_graph(source, name=name, **torch_options)
     if torch_options:
         raise GraphError(f"{', '.join(torch_options)}: options of PyTorch (.pt2) programs only")
@@ -85,6 +84,12 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
         graph.meta["import"]["xla_functions"].insert(0, outer.signature.name)
     graph.meta["import"]["seconds"] = round(time.perf_counter() - start, 4)
     return graph
+
+
+def no_signatures(source, signature: str) -> GraphError:
+    """The error for a signature asked of a PyTorch program."""
+    return GraphError(f"{source}: signature {signature!r} asked for, but a PyTorch program has "
+                      "no signatures (a SavedModel has)")
 
 
 def _to_graph_def(source):
@@ -165,7 +170,9 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     left_out_sinks: dict[str, list[str]] = {}
     output_ops = {name: sorted({t.split(":")[0].lstrip("^") for t in sig["outputs"].values()})
                   for name, sig in (signatures or {}).items()}
-    chosen = step.choose_signature(nodes, data, ctrl, index, library, output_ops, signature) \
+    updating = step.updating_functions(library) if depth == 0 else set()  # scanned once
+    chosen = step.choose_signature(nodes, data, ctrl, index, library, output_ops, signature,
+                                   updating) \
         if depth == 0 and (signature is not None or not whole_graph) else None
     if depth == 0 and (chosen is not None or not whole_graph):
         keep, left_out, left_out_sinks = step.step_ops(
@@ -206,7 +213,8 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
             "loops": len(frames), "loop_frames": frames[:20],
             "library_functions": len(graph_def.library.function),
             "left_out": left_out, "left_out_sinks": left_out_sinks, "signature": chosen,
-            "trains": step.trains(np.ones(len(nodes), bool), nodes, library) if depth == 0
+            "trains": step.trains(np.ones(len(nodes), bool), nodes, library, updating)
+            if depth == 0
             else None,
             "cpu_only_ops": one_kind[0], "gpu_only_ops": one_kind[1],
             "shapeless_variables": _shapeless_variables(nodes, data, outs),

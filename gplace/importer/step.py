@@ -109,13 +109,15 @@ def step_ops(nodes, data, ctrl, index: dict[str, int], outputs: list[str] | None
 
 
 def choose_signature(nodes, data, ctrl, index: dict[str, int], library: dict,
-                     signatures: dict[str, list[str]], requested: str | None) -> str | None:
+                     signatures: dict[str, list[str]], requested: str | None,
+                     updating: set[str] | None = None) -> str | None:
     """The signature whose ops make the step: ``requested``, else the one that trains (reaches
     a training update, in the graph or in a function it calls), else the only one there is;
     None where the whole graph is the step (no signatures, or a TF1 graph whose training op
     is outside every signature). SavedModel's own ``__saved_model_init_op`` is bookkeeping, not
     a candidate. A GraphError where the choice is the user's: a signature that is not there,
-    or several and not exactly one that trains."""
+    or several and not exactly one that trains. ``updating``: updating_functions(library),
+    where the caller has it."""
     candidates = {k: v for k, v in signatures.items() if k != INIT_SIGNATURE}
     names = ", ".join(sorted(candidates)[:8]) + (", ..." if len(candidates) > 8 else "")
     for name, outputs in candidates.items():
@@ -136,7 +138,7 @@ def choose_signature(nodes, data, ctrl, index: dict[str, int], library: dict,
     if not candidates:
         return None
     preds, _ = _edges(nodes, data, ctrl, index)
-    updating = updating_functions(library)
+    updating = updating_functions(library) if updating is None else updating
     trains = [name for name in sorted(candidates) if _trains(
         _reach([index[o] for o in candidates[name]], preds), nodes, library, updating)]
     if len(trains) == 1:
@@ -152,10 +154,12 @@ def choose_signature(nodes, data, ctrl, index: dict[str, int], library: dict,
                      "(signature=NAME in Python)")
 
 
-def trains(keep: np.ndarray, nodes, library: dict) -> bool:
+def trains(keep: np.ndarray, nodes, library: dict, updating: set[str] | None = None) -> bool:
     """Whether the ops ``keep`` marks update a variable as an optimizer does (an op of
-    :data:`TRAINING_UPDATE`, or a call or functional op whose functions hold one)."""
-    return _trains(keep, nodes, library, updating_functions(library))
+    :data:`TRAINING_UPDATE`, or a call or functional op whose functions hold one);
+    ``updating``: updating_functions(library), where the caller has it."""
+    return _trains(keep, nodes, library,
+                   updating_functions(library) if updating is None else updating)
 
 
 def updating_functions(library: dict) -> set[str]:
