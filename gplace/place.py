@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gplace.cluster import Cluster, load_cluster, parse_bytes, with_memory_limit  # noqa: F401
+from gplace import stopping
 from gplace.cost import cost_model_for
 from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
@@ -23,6 +24,7 @@ from gplace.placers.base import cheap_heuristics
 from gplace.placers.heuristics_view import calibrated, estimate_binds
 from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
+from gplace.stopping import stop_on_interrupt
 from gplace.summary import (BestHeuristic, PlaceSummary, kernel_warning,
                             import_note, left_out_text, loop_caveat, shape_caveat)
 
@@ -130,7 +132,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     started from the result's and the heuristics' placements; its placement is taken where it
     simulates faster, or where nothing else fits); ``import_options`` go to the import
     (gplace.load_graph): ``signature`` of a SavedModel, ``optimizer`` and ``trust`` of a
-    ``.pt2`` program."""
+    ``.pt2`` program. A first Ctrl-C once the graph is imported ends the search early: the
+    result is the best placement found so far and ``summary.stopped`` says what was cut short
+    (gplace.stopping); a second one raises KeyboardInterrupt."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN
@@ -170,7 +174,9 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         except ConfigError as e:
             raise ConfigError(f"{e}; place it without --optimal (optimal=)") from None
     # The measurer closes on any exit (real measurement: its TF server processes stop).
-    with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer:
+    # A first Ctrl-C from here on ends the search with its best so far (gplace.stopping).
+    with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer, \
+            stop_on_interrupt(log):
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         search, zero, starts = problem, None, {}
         zero_bar = _ZeroShotBar() if progress else None
@@ -191,12 +197,13 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
         _say_drift(tuned, log)
         best = tuned
         intervals, ties = {}, ()
-        if measure == "real" and tuned.feasible:
+        stopped = stopping.requested()
+        if measure == "real" and tuned.feasible and not stopped:
             best, heuristics, intervals, ties = _head_to_head(measurer, tuned, heuristics)
         best_h = min(heuristics.values(), key=lambda r: r.step_time_s if r.feasible else np.inf)
         chosen = _chosen(best, best_h, heuristics)
         exact = None
-        if optimal is not None:
+        if optimal is not None and not stopped:
             exact = _solve_exactly(problem, optimal, [best.placement] + [
                 r.placement for r in heuristics.values()])
             if exact.feasible and (not best.feasible or exact.step_time_s < best.step_time_s):
@@ -208,10 +215,24 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
             tried = {**heuristics, "gnn": tuned, **({"optimal": exact} if exact else {})}
             raise GplaceError(_shortfall_message(problem, measurer, tried, finetune, optimal))
     summary = _summary(graph, problem, best, heuristics, why, measure, start, chosen)
+    if stopped:
+        summary = replace(summary, stopped=_stopped_text(tuned, finetune, measure, optimal))
     return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties,
                            exact)
+
+
+def _stopped_text(tuned: PlaceResult, finetune: int, measure: str,
+                  optimal: float | None) -> str:
+    """What a Ctrl-C cut short (PlaceSummary.stopped)."""
+    cut = (f"after {tuned.samples:,} of {finetune:,} samples" if finetune else
+           "during zero-shot's search")
+    skipped = [what for what, on in (("the measurement beside the heuristics",
+                                      measure == "real"),
+                                     ("--optimal", optimal is not None)) if on]
+    return (f"by Ctrl-C {cut}: the best placement found so far"
+            + (f"; skipped {' and '.join(skipped)}" if skipped else ""))
 
 
 def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None,

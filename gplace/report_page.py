@@ -142,7 +142,8 @@ def _headline(s) -> str:
     return (f"<h1>{_e(s.graph)} on {_e(s.cluster)}: {_ms(s.step_time_s)} per training step</h1>"
             f"<p class='lead'>{s.speedup_vs_single:.2f}x as fast as the single fastest device "
             f"({_ms(s.single_device_s)}); {vs_best}. Found by <b>{_e(s.chosen)}</b>, "
-            f"with {s.samples} fine-tuning samples in {s.wall_s:.1f} s.</p>"
+            f"with {s.samples} fine-tuning samples in {s.wall_s:.1f} s."
+            f"{f' Stopped {_e(s.stopped)}.' if s.stopped else ''}</p>"
             f"<p class='fine'>{s.ops:,} ops in {s.units:,} units of placement (colocation "
             f"groups). {_e(s.cluster_choice)}. Step times: {_e(s.step_times)}. Op costs: "
             f"{_e(s.costs)}. {_bound_sentence(s)}</p>")

@@ -46,6 +46,7 @@ class PlaceSummary:
                                  # initializers 110" (gplace.importer.step); "" when none
     warning: str = ""            # what TensorFlow would not run as placed; "" when nothing
     note: str = ""               # what the import chose or found that the user should know
+    stopped: str = ""            # what a Ctrl-C cut short (gplace.stopping); "" when nothing
 
     @property
     def speedup_vs_single(self) -> float:
@@ -62,7 +63,7 @@ class PlaceSummary:
         out = {name: getattr(self, name) for name in self.__dataclass_fields__}
         out["devices"] = list(self.devices)
         out["best_heuristic"] = self.best_heuristic._asdict()
-        for key in ("left_out", "warning", "note"):
+        for key in ("left_out", "warning", "note", "stopped"):
             if not out[key]:
                 del out[key]
         return out

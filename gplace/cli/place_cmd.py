@@ -115,7 +115,7 @@ def run(args) -> int:
     elif exact is not None:
         text += "\n" + _exact_line(exact)
     print(text)
-    return 0
+    return 130 if result.summary.stopped else 0  # 130: the shell's code for a Ctrl-C
 
 
 def _seconds(text: str) -> float:
@@ -189,6 +189,7 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
         f"samples          {s.samples:,} ({s.wall_s:.1f} s in all)",
         f"costs            {s.costs}",
         f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
+        *([f"stopped          {s.stopped}"] if s.stopped else []),
         *([f"note             {s.note}"] if s.note else []),
         *([f"warning          {s.warning}"] if s.warning else []),
     ]

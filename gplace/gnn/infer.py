@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplace import stopping
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.features import problem_features
@@ -252,7 +253,8 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
         if progress is not None:
             progress("rollouts", done, batches)
         left, chunk = rollouts, 0
-        while left > 0:  # in chunks: the rollouts' decision features take memory
+        while left > 0 and not stopping.requested():  # in chunks: the rollouts' decision
+            # features take memory; a Ctrl-C (gplace.stopping) keeps the best so far
             count, chunk_seed = min(left, 16), [seed, chunk, tail]
             ro = rollout(a, o.s, o.w, SAMPLE, count=count, seed=chunk_seed, head=o.head)
             est = estimate(a, ro)
@@ -308,6 +310,8 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     rng = np.random.default_rng([seed, 29])
     rounds = -(-estimates // POLISH_BATCH)
     for r in range(rounds):
+        if stopping.requested():  # Ctrl-C (gplace.stopping): the best so far
+            break
         if progress is not None:
             progress("replays", min(r * POLISH_BATCH, estimates), estimates)
         cands = np.repeat(best[None], POLISH_BATCH, axis=0)

@@ -110,6 +110,8 @@ class GNNPlacer:
                                tracker.evaluate, cfg.temperature, old_logp=False)
             if n_local and tracker.left > 0:
                 self._local_moves(policy, state, tracker, n_local, rng, screen)
+            if tracker.stopped:  # Ctrl-C (gplace.stopping): the best so far is the result
+                break
             for _ in range(cfg.ppo_epochs):
                 opt.zero_grad()
                 total, logp = loss_and_logp(policy, state, batch, cfg)

@@ -17,6 +17,7 @@ from typing import Callable, NamedTuple, Protocol
 
 import numpy as np
 
+from gplace import stopping
 from gplace.errors import ConfigError
 from gplace.measure import Measurement, Measurer, overlap
 from gplace.problem import PlacementProblem
@@ -75,7 +76,13 @@ class Tracker:
 
     @property
     def left(self) -> int:
-        return self.budget - self.used
+        """Samples still to hand out: none once a Ctrl-C asked to stop (gplace.stopping)."""
+        return 0 if self.stopped else self.budget - self.used
+
+    @property
+    def stopped(self) -> bool:
+        """Whether a Ctrl-C ended the search before its budget (gplace.stopping)."""
+        return stopping.requested() and self.used < self.budget
 
     def evaluate(self, placements: np.ndarray) -> Measurement:
         """Measures up to ``left`` of the given (batch, units) placements (the rest are cut)."""
@@ -142,6 +149,8 @@ class Tracker:
         found = self.best_placement is not None
         if self.drift:  # per controlled batch: the factor its times were scaled by
             info = {**info, "control_drift": list(self.drift)}
+        if self.stopped:
+            info = {**info, "stopped_at": self.used, "budget": self.budget}
         return PlaceResult(name, self.best_placement if found else np.asarray(fallback, np.int64),
                            self.best_time, found, self.used, time.perf_counter() - self.start,
                            self.history(), info)
