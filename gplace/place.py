@@ -176,7 +176,8 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     # A first Ctrl-C from here on ends the search with its best so far (gplace.stopping).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer, \
-            stop_on_interrupt(log):
+            stop_on_interrupt(log, "once the placements being measured are done"
+                              if measure == "real" else ""):
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         search, zero, starts = problem, None, {}
         zero_bar = _ZeroShotBar() if progress else None

@@ -27,9 +27,10 @@ def requested() -> bool:
 
 
 @contextmanager
-def stop_on_interrupt(log="stderr"):
+def stop_on_interrupt(log="stderr", when: str = ""):
     """See the module docstring; ``log``: where the one line saying so goes (a file; the
-    default: sys.stderr at the time; None: nowhere)."""
+    default: sys.stderr at the time; None: nowhere); ``when``: what the stop waits for, if it
+    can take long (said in that line)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -45,7 +46,8 @@ def stop_on_interrupt(log="stderr"):
             return
         _requested[-1] = True
         if log is not None:
-            print("\ngplace: stopping: the best placement so far is the result "
+            print(f"\ngplace: stopping{' ' + when if when else ''}: the best placement so "
+                  "far is the result "
                   "(Ctrl-C again to stop at once, keeping nothing)",
                   file=sys.stderr if log == "stderr" else log, flush=True)
 
