@@ -106,8 +106,8 @@ def kernel_warning(graph, problem, placement) -> str:
 
 def import_note(graph) -> str:
     """What the import chose or found that changes what is placed: the SavedModel signature it
-    took, functions XLA was asked to compile, a graph with no training update; "" when
-    nothing."""
+    took, functions XLA was asked to compile, tf.cond If ops lowered (importer.functions), a
+    graph with no training update; "" when nothing."""
     im = graph.meta.get("import", {})
     notes = []
     if im.get("signature"):
@@ -118,6 +118,11 @@ def import_note(graph) -> str:
         what = f"{n} functions of the step ask" if n > 1 else "a function of the step asks"
         notes.append(f"{what} XLA to compile them whole (jit_compile=True): gplace places "
                      "their ops one by one, and placed.pb runs them without XLA")
+    if im.get("lowered_conds"):
+        n = len(im["lowered_conds"])
+        what = f"{n} tf.cond If ops" if n > 1 else "a tf.cond If op"
+        notes.append(f"{what} lowered to Switch and Merge as TensorFlow runs them: both "
+                     "branches are placed, and costed as if both ran")
     if im.get("trains") is False:
         notes.append("no optimizer update in the graph (no Apply*, Assign{Add,Sub} or Scatter* "
                      "op): an inference graph, placed as it is, though gplace is built for "

@@ -5,9 +5,10 @@
 Reads a binary or text GraphDef, a MetaGraphDef, a SavedModel directory, a GraphDef object,
 a ``tf.Graph`` or a ``tf.function``'s ConcreteFunction. Only the training step is kept
 (step.py: a file's initializers and checkpoint ops are left out); function calls are inlined
-(functions.py), shapes inferred (shapes.py), FLOPs counted (flops.py) and colocation groups
-formed (colocation.py); ``graph.meta["import"]`` says what was done: ops left out, functions
-inlined or kept, loops found, unknown dimensions, timings.
+and ``tf.cond``'s If ops lowered to Switch and Merge (functions.py), shapes inferred
+(shapes.py), FLOPs counted (flops.py) and colocation groups formed (colocation.py);
+``graph.meta["import"]`` says what was done: ops left out, functions inlined or kept,
+conditionals lowered, loops found, unknown dimensions, timings.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from gplace.importer import shapes as shapes_mod
 from gplace.importer.reader import read_graph
 from gplace.tfimport import tensorflow
 
-IMPORTER_VERSION = 3  # bump when imported graphs change (caches key on it)
+IMPORTER_VERSION = 4  # bump when imported graphs change (caches key on it)
 NEXT_ITERATION = ("NextIteration", "RefNextIteration")
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
 BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
@@ -209,7 +210,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
         edge_back=is_next[e_src], ctrl_src=c_src, ctrl_dst=c_dst, ctrl_back=is_next[c_src],
         meta={"name": name, "import": {
             "inlined_functions": report.inlined, "kept_function_ops": report.kept,
-            "xla_functions": report.xla,
+            "xla_functions": report.xla, "lowered_conds": report.lowered,
             "loops": len(frames), "loop_frames": frames[:20],
             "library_functions": len(graph_def.library.function),
             "left_out": left_out, "left_out_sinks": left_out_sinks, "signature": chosen,
