@@ -41,6 +41,9 @@ class Device:
     memory_bytes: int         # capacity; a simulated peak above it is an OOM
     launch_overhead_s: float = 5e-6  # per-op kernel launch / executor cost (TF GPU ~5-10 us)
     lanes: int = 1            # ops that run at once (TF inter-op threads on CPUs; GPUs 1 stream)
+    # FLOP/s of ops computing in float16 or bfloat16 (tensor cores), from the datasheet; None:
+    # peak_flops (a device without a faster 16-bit path)
+    half_flops: float | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Cluster:
         """Plain-data view for ``gplace clusters --json``."""
         return {
             "name": self.name, "description": self.description,
-            "devices": [{f.name: getattr(d, f.name) for f in fields(Device)} for d in self.devices],
+            "devices": [_device_record(d) for d in self.devices],
             "links": [{"devices": list(l.devices), "bandwidth": l.bandwidth,
                        "latency_s": l.latency_s, "shared": l.shared, **_recv_cpu(l)}
                       for l in self.links],
@@ -114,6 +117,12 @@ class Cluster:
     def from_yaml(cls, path: str | os.PathLike) -> Cluster:
         path = Path(path)
         return cluster_from_dict(read_yaml(path), str(path))
+
+
+def _device_record(device: Device) -> dict[str, Any]:
+    """A device's fields; ``half_flops`` only where set (devices without it leave it out)."""
+    return {f.name: getattr(device, f.name) for f in fields(Device)
+            if f.name != "half_flops" or device.half_flops is not None}
 
 
 def _recv_cpu(link: Link) -> dict[str, float]:
@@ -304,7 +313,8 @@ def load_cluster(name_or_path: str | os.PathLike) -> Cluster:
 def local_cluster() -> Cluster:
     """The devices TensorFlow sees here. Figures are rough estimates (no datasheet for an
     arbitrary machine): CPU peak = cores x 2.5 GHz x 16 fp32 FLOP/cycle (AVX2 FMA, one unit),
-    20 GB/s memory bandwidth; GPUs get generic V100-class figures. The CPU kind is "cpu" so that
+    20 GB/s memory bandwidth; GPUs get generic V100-class figures (PCIe: 14 TFLOPS fp32, 112
+    with tensor cores). The CPU kind is "cpu" so that
     profiles measured on this machine (datasets/) apply to it."""
     cores = os.cpu_count() or 1
     try:
@@ -324,7 +334,7 @@ def local_cluster() -> Cluster:
             devices.append(Device(
                 name=f"gpu{gpu}", tf_device=f"/job:localhost/replica:0/task:0/device:GPU:{index}",
                 kind="gpu", peak_flops=14e12, mem_bandwidth=900e9, memory_bytes=16 << 30,
-                launch_overhead_s=8e-6, lanes=1))
+                launch_overhead_s=8e-6, lanes=1, half_flops=112e12))
             gpu += 1
     return Cluster(name="local", devices=tuple(devices), default_link=Link((), 12e9, 10e-6),
                    description=f"devices TensorFlow sees on this machine ({cores} CPU cores); "

@@ -25,7 +25,7 @@ from gplace.errors import ConfigError
 
 # gplace.cluster.Device's fields (tests/test_cluster.py checks that they agree).
 DEVICE_FIELDS = ("name", "tf_device", "kind", "peak_flops", "mem_bandwidth", "memory_bytes",
-                 "launch_overhead_s", "lanes")
+                 "launch_overhead_s", "lanes", "half_flops")
 # The cost model picks op costs (and measured profiles) by a device's kind, so a misspelt kind
 # would silently fall back to the default roofline: the YAML must use one of these. "gpu" is the
 # generic kind (the roofline with the YAML's figures). "cpu" is this machine's CPU, the kind
@@ -42,6 +42,7 @@ MAX_YAML_BYTES = 4 << 20  # a cluster of MAX_DEVICES devices is ~50 KB of YAML
 # 4.8e12 B/s and 1.5e11 B; the ranges leave orders of magnitude on both sides.
 RANGES: dict[str, tuple[float, float, str]] = {
     "peak_flops": (1.0, 1e18, "FLOP/s"),
+    "half_flops": (1.0, 1e18, "FLOP/s"),
     "mem_bandwidth": (1.0, 1e18, "bytes/s"),
     "memory_bytes": (1, 2**50, "bytes"),
     "launch_overhead_s": (0.0, 1.0, "s"),
@@ -206,7 +207,8 @@ def _device_fields(record: Any, where: str) -> dict[str, Any]:
         mem_bandwidth=_number(record, "mem_bandwidth", float, where),
         memory_bytes=_number(record, "memory_bytes", int, where),
         launch_overhead_s=_number(record, "launch_overhead_s", float, where, 5e-6),
-        lanes=_number(record, "lanes", int, where, 1))
+        lanes=_number(record, "lanes", int, where, 1),
+        half_flops=_number(record, "half_flops", float, where, None))
     if dev["kind"] not in DEVICE_KINDS:
         raise ConfigError(f"{where}: unknown device kind {_show(dev['kind'])}; kinds: "
                           f"{', '.join(DEVICE_KINDS)} (cpu or gpu for any other device)")

@@ -8,6 +8,8 @@ database idea: measured tables and analytic estimates behind one interface, save
 * estimated (roofline, Williams et al., CACM 2009): ``launch + max(flops / (peak * eff),
   bytes / (bandwidth * eff))`` where bytes touched = input + output bytes and ``peak``,
   ``bandwidth`` are the device figures shared by its ``lanes`` (each lane gets 1/lanes of them).
+  ``peak`` is the device's ``half_flops`` (tensor cores) for an op that computes in float16 or
+  bfloat16 (its first output's dtype: mixed precision's matrix products), where it has one.
   ``eff`` is fitted per device kind on measured profiles (least squares in log space, i.e. the
   geometric mean of estimate / measured) and otherwise a documented default.
 
@@ -77,11 +79,26 @@ def bytes_touched(graph: OpGraph) -> np.ndarray:
     return inputs + graph.output_bytes.astype(np.float64)
 
 
+HALF_DTYPES = ("float16", "bfloat16")
+
+
+def half_precision(graph: OpGraph) -> np.ndarray:
+    """(ops,) bool: the ops whose first output is a 16-bit float (HALF_DTYPES)."""
+    first, end = graph.out_ptr[:-1], graph.out_ptr[1:]
+    half = np.isin(graph.out_dtype, HALF_DTYPES)
+    return (end > first) & half[np.minimum(first, max(half.size - 1, 0))] if half.size else \
+        np.zeros(graph.num_ops, bool)
+
+
 def roofline_s(graph: OpGraph, device: Device, efficiency: float,
                runs: np.ndarray | None = None) -> np.ndarray:
     """(ops,) seconds by the roofline, times each op's ``runs`` per step where given; each of
-    ``device.lanes`` lanes gets 1/lanes of it."""
+    ``device.lanes`` lanes gets 1/lanes of it. 16-bit ops (:func:`half_precision`) run at the
+    device's ``half_flops`` where it has one."""
     peak = device.peak_flops * efficiency / device.lanes
+    if device.half_flops is not None:
+        peak = np.where(half_precision(graph), device.half_flops * efficiency / device.lanes,
+                        peak)
     bandwidth = device.mem_bandwidth * efficiency / device.lanes
     once = device.launch_overhead_s + np.maximum(graph.flops / peak,
                                                  bytes_touched(graph) / bandwidth)

@@ -25,8 +25,8 @@ from gplace.placers.heuristics_view import calibrated, estimate_binds
 from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
 from gplace.stopping import stop_on_interrupt
-from gplace.summary import (BestHeuristic, PlaceSummary, kernel_warning,
-                            import_note, left_out_text, loop_caveat, shape_caveat)
+from gplace.summary import (BestHeuristic, PlaceSummary, half_caveat, import_note,
+                            kernel_warning, left_out_text, loop_caveat, shape_caveat)
 
 DEFAULT_PRESET = "post-4gpu"
 
@@ -413,7 +413,7 @@ def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> 
         samples=tuned.samples, wall_s=round(time.perf_counter() - start, 3),
         measure=measure,
         costs=("estimated (roofline) on " + ", ".join(estimated) if estimated else "measured")
-        + loop_caveat(graph, problem) + shape_caveat(graph),
+        + loop_caveat(graph, problem) + half_caveat(graph, problem) + shape_caveat(graph),
         step_times="simulated, an estimate" if measure == "sim" else "measured on hardware",
         groups=problem.num_units, chosen=chosen, left_out=left_out_text(graph),
         warning=kernel_warning(graph, problem, tuned.placement), note=import_note(graph))

@@ -152,6 +152,22 @@ def loop_caveat(graph, problem) -> str:
             "iteration" + functional)
 
 
+def half_caveat(graph, problem) -> str:
+    """How the estimates price the ops that compute in 16-bit floats (mixed precision): at a
+    device's tensor-core peak where the cluster gives one (Device.half_flops), else at its fp32
+    peak. "" for a graph without them, or where every cost is measured."""
+    from gplace.cost import half_precision
+    count = int(half_precision(graph).sum())
+    devices = [d for d, e in zip(problem.cluster.devices, problem.costs.estimated) if e]
+    if not count or not devices:
+        return ""
+    fast = [d.name for d in devices if d.half_flops is not None]
+    where = (f"at the tensor-core peak (half_flops) on {', '.join(fast)}, elsewhere at the "
+             "fp32 peak" if fast else "at the fp32 peak (no device of the cluster gives "
+             "half_flops, its tensor-core FLOP/s)")
+    return f"; {count:,} ops in float16 or bfloat16 {where}"
+
+
 def shape_caveat(graph) -> str:
     """What the costs miss when a TF2 function's graph was written without its shapes: its
     captured variables have none, and the ops that read them lose FLOPs and bytes."""

@@ -159,6 +159,19 @@ def test_receive_cpu_reads_from_yaml_into_the_link_table(tmp_path):
         load_cluster(path)
 
 
+def test_half_flops_read_from_yaml_and_are_recorded_only_where_set(tmp_path):
+    from gplace.cluster import cluster_from_dict
+    path = two_devices(tmp_path, flops="1e9, half_flops: 8e9")
+    cluster = load_cluster(path)
+    assert [d.half_flops for d in cluster.devices] == [None, 8e9]
+    records = cluster.summary()["devices"]
+    assert "half_flops" not in records[0] and records[1]["half_flops"] == 8e9
+    assert cluster_from_dict(cluster.summary(), "x") == cluster  # placement.json's round trip
+    path = two_devices(tmp_path, flops="1e9, half_flops: 0")
+    with pytest.raises(ConfigError, match=r"field .half_flops. = 0 must be in"):
+        load_cluster(path)
+
+
 def test_the_yaml_reader_knows_every_device_field():
     from dataclasses import fields
     from gplace.cluster import Device

@@ -1,11 +1,12 @@
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from gplace.cluster import load_cluster
-from gplace.cost import (CostModel, CostModelConfig, bytes_touched, fit_efficiency, roofline_s,
-                         transfer_repeats)
+from gplace.cost import (CostModel, CostModelConfig, bytes_touched, fit_efficiency,
+                         half_precision, roofline_s, transfer_repeats)
 from gplace.graph import OpGraph
 from gplace.profile import CostProfile
 
@@ -34,6 +35,29 @@ def test_roofline_by_hand():
     assert t[1] == k80.launch_overhead_s + 12e6 / (240e9 * 0.5)
     cpu = load_cluster("post-2gpu").devices[0]  # 4 lanes share the CPU's peak
     assert roofline_s(g, cpu, 1.0)[0] == cpu.launch_overhead_s + 2e9 / (cpu.peak_flops / 4)
+
+
+def test_16_bit_ops_run_at_the_tensor_core_peak_where_a_device_has_one():
+    g = graph()
+    g = g.replace(out_dtype=np.array(["float16", "bfloat16", "float32"] * 10))
+    assert half_precision(g).tolist() == [True, True, False] * 10
+    cluster = load_cluster("hetero")
+    v100, k80 = replace(cluster.devices[1], half_flops=125e12), cluster.devices[3]
+    t = roofline_s(g, v100, 0.5)
+    assert t[0] == v100.launch_overhead_s + 2e9 / (125e12 * 0.5)  # float16 matrix product
+    assert t[2] == v100.launch_overhead_s + 4e9 / (15.7e12 * 0.5)  # float32
+    assert t[1] == v100.launch_overhead_s + 12e6 / (900e9 * 0.5)   # memory-bound either way
+    assert k80.half_flops is None
+    np.testing.assert_array_equal(roofline_s(g, k80, 0.5), roofline_s(graph(), k80, 0.5))
+
+
+def test_an_op_without_outputs_is_not_16_bit():
+    g = OpGraph.from_lists([1.0, 2.0], [4, 4])
+    g = g.replace(out_ptr=np.array([0, 0, 1]), out_dtype=np.array(["float16"]))
+    assert half_precision(g).tolist() == [False, True]
+    empty = OpGraph.from_lists([1.0], [4]).replace(out_ptr=np.array([0, 0]),
+                                                    out_dtype=np.zeros(0, str))
+    assert half_precision(empty).tolist() == [False]
 
 
 def test_measured_where_profiled_roofline_elsewhere_and_says_so():

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 
+import numpy as np
 import pytest
 
 from gplace.summary import BestHeuristic, PlaceSummary
@@ -117,3 +118,21 @@ def test_the_import_note_names_xla_and_a_graph_that_does_not_train():
     predict = tf.function(lambda x: tf.matmul(x, w), input_signature=spec)
     note = import_note(gplace.load_graph(predict.get_concrete_function()))
     assert note.startswith("no optimizer update in the graph")
+
+
+def test_the_costs_say_how_16_bit_ops_are_priced(tmp_path):
+    from dataclasses import replace
+
+    from gplace.cluster import load_cluster
+    from gplace.graph import OpGraph
+    from gplace.place import place
+    g = OpGraph.from_lists([4e10] * 6, [1 << 20] * 6, [(i, i + 1) for i in range(5)], name="h")
+    g = g.replace(out_dtype=np.array(["float16"] * 6))
+    plain = load_cluster("hetero")
+    fast = replace(plain, devices=tuple(replace(d, half_flops=125e12) if d.kind == "v100" else d
+                                        for d in plain.devices))
+    slow_r, fast_r = (place(g, cluster=c, progress=False, polish=0) for c in (plain, fast))
+    assert "6 ops in float16 or bfloat16 at the fp32 peak" in slow_r.summary.costs
+    assert ("6 ops in float16 or bfloat16 at the tensor-core peak (half_flops) on v100-0, "
+            "v100-1") in fast_r.summary.costs
+    assert fast_r.step_time_s < slow_r.step_time_s / 4  # compute-bound matrix products

@@ -47,6 +47,8 @@ def run(args) -> int:
         from gplace.cost import cost_model_for
         runs = cost_model_for(args.model).runs(graph)
         summary["loop_runs"] = None if runs is None else int(runs.max())
+    from gplace.cost import half_precision
+    summary["flops_16bit"] = float(graph.flops[half_precision(graph)].sum())
     from gplace.summary import import_note, shape_caveat
     summary["note"] = "; ".join(n for n in (import_note(graph), shape_caveat(graph)[2:]) if n)
     if args.save:
@@ -69,7 +71,7 @@ def render(s: dict) -> str:
         f"edges          {s['edges']:,} data, {s['control_edges']:,} control",
         f"groups         {s['groups']:,} colocation groups",
         f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
-        "TensorFlow's statistics, the rest estimated)",
+        "TensorFlow's statistics, the rest estimated)" + _half_note(s),
         f"params         {s['param_bytes'] / 2**20:,.1f} MiB (variables, optimizer slots "
         "included)",
         f"loops          {im.get('loops', 0)} TF1 loop frames" + _loop_note(s),
@@ -88,6 +90,15 @@ def render(s: dict) -> str:
         lines.append(f"saved          {s['saved']} (gplace place and simulate take it)")
     lines.append(f"time           {s['seconds']:.2f} s")
     return "\n".join(lines)
+
+
+def _half_note(s: dict) -> str:
+    """The share of the FLOPs in float16 or bfloat16 ops (a device's half_flops prices them)."""
+    half = s.get("flops_16bit", 0.0)
+    if not half:
+        return ""
+    return (f"; {half / s['flops']:.1%} in float16 or bfloat16 ops (at a device's half_flops, "
+            "its tensor-core peak)")
 
 
 def _left_out(im: dict) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from gplace.cluster import Cluster
+from gplace.cost import half_precision
 from gplace.graph import OpGraph
 from gplace.io import atomic_write_text, cached_array
 from gplace.problem import PlacementProblem
@@ -48,9 +49,15 @@ def canonical(value):
 
 
 def describe_problem(cluster: Cluster, measured: bool, num_ops: int, num_edges: int,
-                     num_units: int) -> str:
-    """The canonical description that :func:`problem_key` hashes (one JSON line)."""
-    return json.dumps({"scheme": KEY_SCHEME, "cluster": canonical(cluster), "measured": measured,
+                     num_units: int, half: bool = False) -> str:
+    """The canonical description that :func:`problem_key` hashes (one JSON line). A device's
+    ``half_flops`` is in it only where set and the graph has 16-bit ops (``half``): nowhere
+    else does it change a cost, and every other key stays as it was before the field."""
+    record = canonical(cluster)
+    for device in record["devices"]:
+        if not half or device["half_flops"] is None:
+            del device["half_flops"]
+    return json.dumps({"scheme": KEY_SCHEME, "cluster": record, "measured": measured,
                        "ops": num_ops, "edges": num_edges, "units": num_units},
                       sort_keys=True, separators=(",", ":"))
 
@@ -64,7 +71,8 @@ def problem_key(problem: PlacementProblem, measured: bool) -> str:
 def graph_key(cluster: Cluster, graph: OpGraph, num_units: int, measured: bool) -> str:
     """:func:`problem_key` from its parts (a full-granularity problem has a unit per
     colocation group: ``graph.group.max() + 1``), without building the problem."""
-    text = describe_problem(cluster, measured, graph.num_ops, graph.num_edges, num_units)
+    text = describe_problem(cluster, measured, graph.num_ops, graph.num_edges, num_units,
+                            bool(half_precision(graph).any()))
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 

@@ -55,7 +55,8 @@ def random_cluster(seed: int, min_gpus: int = 1) -> Cluster:
         devices.append(replace(
             t, name=f"gpu{i}", tf_device=f"/job:localhost/replica:0/task:0/device:GPU:{i}",
             kind=t.kind, peak_flops=_digits(t.peak_flops * scale[k]),
-            mem_bandwidth=_digits(t.mem_bandwidth * scale[k])))
+            mem_bandwidth=_digits(t.mem_bandwidth * scale[k]),
+            half_flops=None if t.half_flops is None else _digits(t.half_flops * scale[k])))
     default = Link((), _digits(rng.uniform(6e9, 16e9)), _digits(rng.uniform(5e-6, 2e-5)))
     return Cluster(f"random-{seed}", tuple(devices), _random_links(devices, rng), default,
                    "random pretraining cluster")

@@ -11,8 +11,13 @@ from gplace.gnn.cache import canonical, describe_problem, graph_key
 from gplace.gnn.random_clusters import random_cluster
 
 
-class Graph:  # the two size facts a key reads
+class Graph:  # the size facts a key reads, and outputs (none 16-bit)
     num_ops, num_edges = 120, 300
+    out_ptr, out_dtype = np.arange(121), np.full(120, "float32")
+
+
+class HalfGraph(Graph):  # one op computes in float16
+    out_dtype = np.array(["float16"] + ["float32"] * 119)
 
 
 def test_floats_past_six_digits_do_not_move_the_key():
@@ -30,6 +35,17 @@ def test_everything_else_moves_the_key():
             graph_key(replace(c, devices=c.devices[:1] + (replace(c.devices[1], peak_flops=
                       c.devices[1].peak_flops * 1.001),) + c.devices[2:]), Graph, 40, True)}
     assert len(keys) == 5
+
+
+def test_half_flops_move_the_key_of_a_graph_with_16_bit_ops_only():
+    plain = load_cluster("hetero")
+    assert not any(d.half_flops for d in plain.devices)
+    c = replace(plain, devices=tuple(replace(d, half_flops=d.peak_flops * 8)
+                                     for d in plain.devices))
+    assert graph_key(c, Graph, 40, True) == graph_key(plain, Graph, 40, True)
+    assert graph_key(c, HalfGraph, 40, True) != graph_key(plain, HalfGraph, 40, True)
+    # a 16-bit graph on a cluster without half_flops keeps the key it had before the field
+    assert '"half_flops"' not in describe_problem(plain, True, 120, 300, 40, half=True)
 
 
 def test_the_description_is_plain_json_with_six_digit_floats():
