@@ -126,6 +126,7 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
         raise importer.no_signatures(source, options["signature"])
     if folder is None or (set(options) - {"signature"} and not pt2) \
             or not isinstance(source, (str, os.PathLike)) \
+            or str(source).lower().endswith(".npz") \
             or (pt2 and not Path(source).is_file()):
         return importer.load_graph(source, unknown_dim=unknown_dim, name=name, **options)
     if pt2:  # the joint trace takes seconds to tens of seconds: worth keeping

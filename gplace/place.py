@@ -6,8 +6,11 @@ slower than the best of them, and always fits in memory when anything found fits
 
 from __future__ import annotations
 
+import functools
+import numbers
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -26,15 +29,24 @@ from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
 from gplace.stopping import stop_on_interrupt
 from gplace.summary import (BestHeuristic, PlaceSummary, half_caveat, import_note,
-                            kernel_warning, left_out_text, loop_caveat, shape_caveat)
+                            kernel_warning, left_out_text, loop_caveat, shape_caveat,
+                            summary_text)
 
 DEFAULT_PRESET = "post-4gpu"
 
 
-def choose_cluster(cluster: str | Cluster | None) -> tuple[Cluster, str]:
-    """The cluster and a sentence saying why it was chosen."""
-    if isinstance(cluster, Cluster):
+def choose_cluster(cluster: str | Path | Cluster | dict | None) -> tuple[Cluster, str]:
+    """The cluster and a sentence saying why it was chosen. A Cluster or a dict (a cluster
+    YAML's fields) gets the checks a YAML file gets (gplace.cluster_yaml)."""
+    from gplace.cluster import cluster_from_dict
+    if isinstance(cluster, Cluster):  # a YAML's checks of its figures (any device kind)
+        record = cluster.summary()
+        record["devices"] = [{**d, "kind": "gpu"} for d in record["devices"]]
+        cluster_from_dict(record, f"cluster {cluster.name!r}")
         return cluster, f"cluster {cluster.name} (given)"
+    if isinstance(cluster, dict):
+        checked = cluster_from_dict(cluster, "the cluster given as a dict")
+        return checked, f"cluster {checked.name} (given)"
     if cluster:
         return load_cluster(cluster), f"cluster {cluster} (given)"
     local = None if _tf_sees_one_device() else load_cluster("local")
@@ -42,7 +54,8 @@ def choose_cluster(cluster: str | Cluster | None) -> tuple[Cluster, str]:
         return local, f"cluster local: the {local.num_devices} devices TensorFlow sees here"
     return load_cluster(DEFAULT_PRESET), (
         f"cluster {DEFAULT_PRESET} (a preset: TensorFlow sees only "
-        f"{local.num_devices if local else 1} device here; pass --cluster to choose)")
+        f"{local.num_devices if local else 1} device here; pass --cluster (cluster=) to "
+        "choose)")
 
 
 def _tf_sees_one_device() -> bool:
@@ -77,9 +90,10 @@ def _tf_sees_one_device() -> bool:
     return True
 
 
-@dataclass
+@dataclass(repr=False)
 class PlacementResult:
-    """What ``place`` returns: the placement, its figures, and everything to export."""
+    """What ``place`` returns: the placement, its figures, and everything to export;
+    ``print(result)`` shows the summary as ``gplace place`` prints it."""
 
     graph: OpGraph
     problem: PlacementProblem
@@ -97,6 +111,15 @@ class PlacementResult:
     ties: tuple = ()
     exact: PlaceResult | None = None  # the exact placer's run (``optimal``): its bound, status
 
+    def __repr__(self) -> str:
+        s = self.summary
+        return (f"PlacementResult({s.graph!r} on {s.cluster}: {self.step_time_s * 1e3:.3f} ms, "
+                f"found by {s.chosen}, {s.samples:,} samples)")
+
+    def __str__(self) -> str:
+        text = summary_text(self.summary, None, self.intervals, self.ties)
+        return "\n".join(line for line in text.splitlines() if not line.startswith("wrote "))
+
     @property
     def placement(self) -> dict[str, str]:
         """op name -> TF device string (the same as ``op_devices``)."""
@@ -110,25 +133,49 @@ class PlacementResult:
         return {n: tf_names[d] for n, d in zip(self.graph.names.tolist(), devs.tolist())}
 
     def export(self, out: str | Path) -> list[Path]:
-        """placed.pb, placement.json, trace.json, report.html and its SVGs in ``out``."""
+        """placed.pb, placement.json, trace.json, report.html and its SVGs in ``out`` (a
+        folder, made if missing); ConfigError for a path that cannot be one."""
+        from gplace.cli.checks import output_dir
         from gplace.report import export_all
-        return export_all(self, Path(out))
+        return export_all(self, output_dir(out, "out"))
 
 
-def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = None,
+def _keeps_torch_random_state(function):
+    """``function`` leaves torch's random state as its caller had it (loading a policy
+    initializes a network before its weights are read; fine-tuning seeds torch)."""
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        torch = sys.modules.get("torch")  # not imported yet: the caller has no state to keep
+        if torch is None:
+            return function(*args, **kwargs)
+        with torch.random.fork_rng(devices=[]):
+            return function(*args, **kwargs)
+    return wrapper
+
+
+@_keeps_torch_random_state
+def place(model, cluster: str | Path | Cluster | dict | None = None,
+          checkpoint: str | Path | Any | None = None,
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
-          seed: int = 0, progress: bool = True, log=sys.stderr,
+          seed: int | None = None, progress: bool = True, log=sys.stderr,
           allow_unsafe: bool = False, loss: str | None = None, cost_model=None,
           polish: int | None = None, screen: int | None = None, optimal: float | None = None,
           **import_options) -> PlacementResult:
-    """Places ``model`` (a path, GraphDef, tf.Graph or OpGraph); see the module docstring.
-    ``allow_unsafe`` lets ``measure="real"`` run ops off gplace.real.allowlist; ``loss`` names
+    """Places ``model``: a path (.pb, .pbtxt, .meta, SavedModel folder, PyTorch .pt2, or a
+    saved OpGraph .npz), a GraphDef, a tf.Graph, a ConcreteFunction or an OpGraph; see the
+    module docstring. ``cluster``: a preset name, a cluster YAML path, a Cluster, or a dict of
+    a YAML's fields (default: the devices TensorFlow sees here if two or more, else
+    post-4gpu); ``checkpoint``: a policy file or a placer from ``gplace.load`` (default: the
+    shipped policy); ``memory_limit``: "8GB" for every device or "gpu0=8GB,gpu1=4GB";
+    ``seed``: the placement's seed (default: the ``gplace.load`` placer's, else 0);
+    ``progress``: progress bars on stderr. ``allow_unsafe`` lets ``measure="real"`` run ops
+    off gplace.real.allowlist; ``loss`` names
     the op a real step runs (default: gplace.real.measurer.step_op's choice); ``cost_model``:
-    the op costs (a gplace.cost.CostModel; default: the profile beside a model file, else
-    estimates, ``cost_model_for``); ``polish``: zero-shot's estimate replays
-    (FinetuneConfig.zero_shot_polish; None: its default) and ``screen``: fine-tuning's moves drawn
-    per move measured (FinetuneConfig.local_screen; None: its default), both ignored for a
-    GNNPlacer ``checkpoint``; ``optimal``: seconds for the exact placer (gplace.placers.optimal,
+    the op costs (a gplace.cost.CostModel; default: the profile beside the model's file, an
+    OpGraph's included, else estimates, ``cost_model_for``); ``polish``: zero-shot's estimate
+    replays (FinetuneConfig.zero_shot_polish; None: the placer's) and ``screen``:
+    fine-tuning's moves drawn per move measured (FinetuneConfig.local_screen; None: the
+    placer's); ``optimal``: seconds for the exact placer (gplace.placers.optimal,
     started from the result's and the heuristics' placements; its placement is taken where it
     simulates faster, or where nothing else fits); ``import_options`` go to the import
     (gplace.load_graph): ``signature`` of a SavedModel, ``optimizer`` and ``trust`` of a
@@ -138,35 +185,38 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN
-    if not 0 <= finetune <= MAX_SAMPLES:
-        raise ConfigError(f"finetune = {finetune} must be in [0, {MAX_SAMPLES:,}]")
-    if not 0 <= seed < 2**32:  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
-        raise ConfigError(f"seed = {seed} must be in [0, 2**32)")
-    if polish is not None and not 0 <= polish <= MAX_SAMPLES:
-        raise ConfigError(f"polish = {polish} must be in [0, {MAX_SAMPLES:,}]")
-    if screen is not None and not 1 <= screen <= MAX_SCREEN:
-        raise ConfigError(f"screen = {screen} must be in [1, {MAX_SCREEN}]")
+    _whole("finetune", finetune, 0, MAX_SAMPLES)
+    if seed is None:  # a gplace.load placer's own seed
+        seed = getattr(checkpoint, "seed", 0)
+    _whole("seed", seed, 0, 2**32 - 1)  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
+    if polish is not None:
+        _whole("polish", polish, 0, MAX_SAMPLES)
+    if screen is not None:
+        _whole("screen", screen, 1, MAX_SCREEN)
     if optimal is not None and measure != "sim":
         raise ConfigError("optimal bounds simulated step times; it needs measure='sim'")
-    if isinstance(model, OpGraph):
-        graph = model
-    elif str(model).lower().endswith(".npz"):  # an OpGraph saved by inspect --save
-        if import_options:
-            raise ConfigError(f"{model}: a saved OpGraph is imported already; "
+    unknown = sorted(set(import_options) - set(IMPORT_OPTIONS))
+    if unknown:  # a misspelt keyword, as Python says it
+        raise TypeError(f"place() got an unexpected keyword argument {unknown[0]!r}")
+    if isinstance(model, OpGraph) or str(model).lower().endswith(".npz"):
+        if import_options:  # an OpGraph, or one saved by inspect --save
+            raise ConfigError(f"{_label(model)}: an OpGraph is imported already; "
                               f"{', '.join(import_options)} cannot apply")
-        graph = OpGraph.load(model)
+        graph = model if isinstance(model, OpGraph) else OpGraph.load(model)
     else:
         graph = load_graph(model, **import_options)
     chosen, why = choose_cluster(cluster)
     if chosen.num_devices < 2:
         raise ConfigError(f"cluster {chosen.name} has one device, so every placement puts "
                           "every op on it: there is nothing to place (a cluster YAML or "
-                          "preset with two or more devices: gplace clusters)")
+                          "preset with two or more devices: gplace clusters, or "
+                          "gplace.cluster.preset_names())")
     chosen = with_memory_limit(chosen, memory_limit)
     placer = _placer(checkpoint, seed, finetune, measure, polish, screen)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
-    problem = PlacementProblem.build(graph, chosen, cost_model or cost_model_for(model))
+    problem = PlacementProblem.build(graph, chosen,
+                                     cost_model or cost_model_for(_model_file(model, graph)))
     if optimal is not None:  # the exact placer's size limit, before any placement work
         from gplace.placers.cpsat_model import check_size
         try:
@@ -177,7 +227,7 @@ def place(model, cluster: str | Cluster | None = None, checkpoint: str | None = 
     # A first Ctrl-C from here on ends the search with its best so far (gplace.stopping).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer, \
             stop_on_interrupt(log, "once the placements being measured are done"
-                              if measure == "real" else ""):
+                              if measure == "real" else ""), _one_torch_thread():
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         search, zero, starts = problem, None, {}
         zero_bar = _ZeroShotBar() if progress else None
@@ -236,13 +286,53 @@ def _stopped_text(tuned: PlaceResult, finetune: int, measure: str,
             + (f"; skipped {' and '.join(skipped)}" if skipped else ""))
 
 
+IMPORT_OPTIONS = ("signature", "optimizer", "trust")  # place()'s keywords for gplace.load_graph
+
+
+def _whole(name: str, value, low: int, high: int) -> None:
+    """A ConfigError unless ``value`` is a whole number (not a bool) in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or not low <= value <= high:
+        raise ConfigError(f"{name} = {value!r} must be a whole number in [{low:,}, {high:,}]")
+
+
+def _label(model) -> str:
+    return str(model) if not isinstance(model, OpGraph) else f"OpGraph {model.meta.get('name')!r}"
+
+
+def _model_file(model, graph: OpGraph):
+    """The file the graph was imported from, where its profile may sit (cost_model_for):
+    ``model`` itself, or an OpGraph's ``meta["source"]``; None for an object."""
+    if not isinstance(model, OpGraph):
+        return model
+    source = graph.meta.get("source")
+    return source if isinstance(source, str) and not source.startswith("<") else None
+
+
+@contextmanager
+def _one_torch_thread():
+    """torch on one thread while the placement runs (the policy's per-unit net is tiny:
+    threads only add overhead), the caller's thread count after it; nothing without torch."""
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch is not None else None
+    try:
+        if torch is not None:
+            torch.set_num_threads(1)
+        yield
+    finally:
+        if threads is not None:
+            torch.set_num_threads(threads)
+
+
 def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None,
             screen: int | None = None):
     """The learned placer: without fine-tuning on the simulator, the policy's numpy forward
-    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer). ``polish`` and ``screen``:
-    its FinetuneConfig.zero_shot_polish and local_screen (None: the default)."""
+    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer). A GNNPlacer
+    ``checkpoint`` (gplace.load) lends its policy and settings, under ``seed``. ``polish`` and
+    ``screen``: FinetuneConfig.zero_shot_polish and local_screen (None: the placer's)."""
     from gplace.gnn.config import FinetuneConfig
-    config = FinetuneConfig()
+    given = getattr(checkpoint, "config", None)
+    config = given if isinstance(given, FinetuneConfig) else FinetuneConfig()
     if polish is not None:
         config = replace(config, zero_shot_polish=polish)
     if screen is not None:
@@ -251,12 +341,10 @@ def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | No
         if finetune == 0 and measure == "sim":
             from gplace.gnn.infer import ZeroShotPlacer
             return ZeroShotPlacer(seed, checkpoint, config)
-    import torch
-
     from gplace.gnn.placer import GNNPlacer
-    torch.set_num_threads(1)  # the policy's per-unit net is tiny: threads only add overhead
-    return (checkpoint if isinstance(checkpoint, GNNPlacer)
-            else GNNPlacer(seed, checkpoint, config=config))
+    if isinstance(checkpoint, GNNPlacer):
+        return GNNPlacer(seed, policy=checkpoint.policy, meta=checkpoint.meta, config=config)
+    return GNNPlacer(seed, checkpoint, config=config)
 
 
 def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceResult:
@@ -392,7 +480,7 @@ def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: boo
         say = lambda s: tqdm.write(f"gplace real: {s}", file=log)  # noqa: E731 - under the bar
         return RealMeasurer(problem, graph_def, RealConfig(allow_unsafe=allow_unsafe, fetch=loss),
                             log=say)
-    raise ConfigError(f"unknown --measure {measure!r}; choose sim or real")
+    raise ConfigError(f"unknown --measure (measure=) {measure!r}; choose sim or real")
 
 
 def _summary(graph, problem, tuned, heuristics, why, measure, start, chosen) -> PlaceSummary:
@@ -439,7 +527,8 @@ def _shortfall_message(problem, measurer, tried: dict[str, PlaceResult], finetun
                 f"measured ({why})")
     k = int(np.argmin(short))
     d = int(np.argmax(peak[k] - cap))
-    more = [o for o, ran in (("--finetune 300", finetune >= 300), ("--optimal 60", optimal))
+    more = [o for o, ran in (("--finetune 300 (finetune=300)", finetune >= 300),
+                             ("--optimal 60 (optimal=60)", optimal))
             if not ran]
     return (f"no placement found fits in memory: the closest ({names[k]}) needs "
             f"{_size(peak[k, d])} on {problem.cluster.devices[d].name}, which holds "

@@ -9,6 +9,7 @@ where TensorFlow has no kernel for them.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -178,3 +179,55 @@ def shape_caveat(graph) -> str:
             "without shapes: their readers' FLOPs and bytes are undercounted; write it with "
             "concrete_function.graph.as_graph_def(add_shapes=True), or pass the "
             "ConcreteFunction to gplace.load_graph)")
+
+
+# ---- the summary as ``gplace place`` prints it ---------------------------------------------
+def summary_text(s: PlaceSummary, files: list | None = None, intervals: dict | None = None,
+                 ties: tuple = ()) -> str:
+    """The PlaceSummary as text; ``files`` None when they were not written; ``intervals``
+    (name -> step time, low, high) and ``ties`` from --measure real."""
+    intervals = intervals or {}
+    best = s.best_heuristic
+    bound = ("from the cost model" if s.measure == "sim" else
+             "from the cost model's profiled op times, not scaled to this machine: it bounds "
+             "simulated step times, not measured ones")
+    tie = (f"; tied with {', '.join(ties)} (intervals overlap: not ranked)" if ties else "")
+    lines = [
+        f"{s.graph}: {s.ops:,} ops in {s.units:,} units; {s.cluster_choice}",
+        *([f"left out         ops a training step does not run: {s.left_out}"]
+          if s.left_out else []),
+        f"step time        {format_ms(s.step_time_s)}{_interval_text(intervals.get('chosen'))} "
+        f"({s.step_times}); found by {s.chosen}{tie}",
+        "single device    " + (
+            f"{format_ms(s.single_device_s)}{_interval_text(intervals.get('single'))} "
+            f"({s.speedup_vs_single:.2f}x slower)" if math.isfinite(s.single_device_s or 0)
+            else "does not fit in memory"),
+        "best heuristic   " + (
+            f"{best.name} {format_ms(best.step_time_s)}{_interval_text(intervals.get(best.name))}"
+            if best.name else "none fits in memory"),
+        f"zero-shot        {format_ms(s.zero_shot_step_time_s)}",
+        *([f"fine-tuned best  {format_ms(intervals['gnn'][0])}{_interval_text(intervals['gnn'])} "
+           "(measured again beside the heuristics)"] if "gnn" in intervals else []),
+        f"lower bound      {format_ms(s.lower_bound_s)} ({bound})",
+        f"samples          {s.samples:,} ({s.wall_s:.1f} s in all)",
+        f"costs            {s.costs}",
+        f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
+        *([f"stopped          {s.stopped}"] if s.stopped else []),
+        *([f"note             {s.note}"] if s.note else []),
+        *([f"warning          {s.warning}"] if s.warning else []),
+    ]
+    return "\n".join(lines)
+
+
+
+
+def _interval_text(entry) -> str:
+    """' [90% interval 11.920-12.800]' from (step time, low, high) in seconds; '' without one."""
+    if not entry:
+        return ""
+    return f" [90% interval {entry[1] * 1e3:.3f}-{entry[2] * 1e3:.3f}]"
+
+
+def format_ms(seconds: float | None) -> str:
+    """'12.345 ms'; '-' for none or inf (nothing that fits in memory)."""
+    return f"{seconds * 1e3:.3f} ms" if seconds is not None and math.isfinite(seconds) else "-"

@@ -1,5 +1,6 @@
 """gplace place: never slower than the heuristics, fits memory, exports a graph TF runs."""
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -79,7 +80,7 @@ def test_the_shortfall_names_the_closest_placement_of_all_tried(checkpoint):
         short[h] = (FastSimulator(problem).run(p).peak_bytes - 4e6).max()
     named = message.split("the closest (")[1].split(")")[0]
     assert named == "gnn" or short[named] == min(short.values()), (message, short)
-    assert message.endswith("; try --finetune 300 or --optimal 60")
+    assert message.endswith("; try --finetune 300 (finetune=300) or --optimal 60 (optimal=60)")
 
 
 def test_optimal_runs_when_nothing_else_fits(checkpoint, monkeypatch):
@@ -281,3 +282,98 @@ def test_a_cluster_of_one_device_is_refused():
     with pytest.raises(ConfigError, match="has one device, so every placement puts every op "
                                           "on it"):
         place(EXAMPLE, cluster=cluster(device("only")), progress=False)
+
+
+def test_an_opgraph_from_a_file_is_priced_by_the_profile_beside_it(tmp_path):
+    """place(gplace.load_graph(path)) costs what place(path) costs: the profile beside the
+    file applies to the graph imported from it."""
+    import shutil
+
+    import gplace
+    from gplace.place import place
+    corpus = Path(__file__).resolve().parents[1] / "datasets" / "corpus"
+    for suffix in (".pb", ".profile.json.gz"):
+        shutil.copy(corpus / f"attn_stack_00{suffix}", tmp_path / f"attn_stack_00{suffix}")
+    path = tmp_path / "attn_stack_00.pb"
+    by_path = place(path, cluster="local-procs", progress=False, polish=0)
+    by_graph = place(gplace.load_graph(path), cluster="local-procs", progress=False, polish=0)
+    assert by_path.summary.costs == by_graph.summary.costs == "measured"
+    assert by_graph.step_time_s == by_path.step_time_s
+
+
+def test_a_loaded_placer_takes_the_calls_seed_and_settings(checkpoint):
+    import gplace
+    from gplace.place import place
+    placer = gplace.load(checkpoint, seed=3)
+    assert repr(placer) == f"GNNPlacer(seed=3, checkpoint={str(checkpoint)!r})"
+    runs = {seed: place(EXAMPLE, cluster="post-4gpu", checkpoint=placer, finetune=10,
+                        progress=False, polish=0, seed=seed) for seed in (None, 3, 5)}
+    alone = place(EXAMPLE, cluster="post-4gpu", checkpoint=checkpoint, finetune=10,
+                  progress=False, polish=0, seed=5)
+    same = np.array_equal
+    assert same(runs[None].unit_placement, runs[3].unit_placement)  # the placer's own seed
+    assert same(runs[5].unit_placement, alone.unit_placement)       # the call's seed wins
+    assert placer.seed == 3 and placer.config.zero_shot_polish != 0  # the placer is unchanged
+
+
+def test_python_callers_get_pythons_errors_and_gplaces(checkpoint, tmp_path):
+    import gplace
+    from gplace.place import place
+    graph = gplace.load_graph(EXAMPLE)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'finetnue'"):
+        place(graph, finetnue=300)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'optimiser'"):
+        gplace.load_graph(EXAMPLE, optimiser="adam")
+    with pytest.raises(ConfigError, match="an OpGraph is imported already; signature"):
+        place(graph, signature="train_step")
+    for bad in (2.5, "10", True, None):
+        with pytest.raises(ConfigError, match="finetune = .* must be a whole number"):
+            place(graph, finetune=bad)
+    with pytest.raises(ConfigError, match=r"seed = -1 must be a whole number in \[0, 2\*\*32\)"):
+        gplace.load(checkpoint, seed=-1)
+    with pytest.raises(TypeError, match="takes a PlacementProblem .got OpGraph.; to place a "
+                                        "graph or a model file: gplace.place.place"):
+        gplace.load(checkpoint).place(graph)
+    (tmp_path / "file").write_text("x")
+    result = place(graph, cluster="post-2gpu", checkpoint=checkpoint, progress=False, polish=0)
+    with pytest.raises(ConfigError, match="exists and is not a folder"):
+        result.export(tmp_path / "file")
+    graph.save(tmp_path / "g.npz")
+    assert gplace.load_graph(tmp_path / "g.npz").num_ops == graph.num_ops
+
+
+def test_a_cluster_given_from_python_gets_the_yaml_checks(checkpoint):
+    import yaml
+
+    from gplace.cluster import PRESET_DIR, load_cluster
+    from gplace.place import place
+    record = yaml.safe_load((PRESET_DIR / "post-2gpu.yaml").read_text())
+    r = place(EXAMPLE, cluster=record, checkpoint=checkpoint, progress=False, polish=0)
+    assert r.problem.cluster == load_cluster("post-2gpu")
+    c = load_cluster("post-2gpu")
+    bad = dataclasses.replace(c, devices=(c.devices[0], dataclasses.replace(
+        c.devices[1], peak_flops=-1.0), c.devices[2]))
+    with pytest.raises(ConfigError, match="field 'peak_flops' = -1.0 must be in"):
+        place(EXAMPLE, cluster=bad, checkpoint=checkpoint, progress=False)
+
+
+def test_a_result_prints_as_the_command_does(checkpoint):
+    from gplace.place import place
+    r = place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, progress=False, polish=0)
+    assert repr(r).startswith("PlacementResult('small_resnet' on post-2gpu: ")
+    assert len(repr(r)) < 200
+    lines = str(r).splitlines()
+    assert lines[0].startswith("small_resnet: 699 ops") and lines[1].startswith("step time")
+    assert not any(line.startswith("wrote") for line in lines)
+
+
+def test_placing_leaves_the_callers_torch_random_state_and_threads(checkpoint):
+    from gplace.place import place
+    threads = torch.get_num_threads()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    place(EXAMPLE, cluster="post-2gpu", checkpoint=checkpoint, finetune=10, progress=False,
+          polish=0)
+    assert torch.equal(torch.rand(3), expected)
+    assert torch.get_num_threads() == threads

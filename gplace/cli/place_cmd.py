@@ -8,6 +8,8 @@ import math
 
 from gplace.cli import checks, models
 from gplace.io import plain_json
+from gplace.summary import format_ms as _ms
+from gplace.summary import summary_text
 
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
@@ -164,45 +166,4 @@ def render(s, files: list | None, as_json: bool, intervals: dict | None = None,
         extra = {"intervals_s": intervals, "ties": list(ties)} if intervals else {}
         return plain_json({**s.as_dict(), **extra,
                            "out": str(files[0].parent) if files else None})
-    best = s.best_heuristic
-    bound = ("from the cost model" if s.measure == "sim" else
-             "from the cost model's profiled op times, not scaled to this machine: it bounds "
-             "simulated step times, not measured ones")
-    tie = (f"; tied with {', '.join(ties)} (intervals overlap: not ranked)" if ties else "")
-    lines = [
-        f"{s.graph}: {s.ops:,} ops in {s.units:,} units; {s.cluster_choice}",
-        *([f"left out         ops a training step does not run: {s.left_out}"]
-          if s.left_out else []),
-        f"step time        {_ms(s.step_time_s)}{_interval(intervals.get('chosen'))} "
-        f"({s.step_times}); found by {s.chosen}{tie}",
-        "single device    " + (
-            f"{_ms(s.single_device_s)}{_interval(intervals.get('single'))} "
-            f"({s.speedup_vs_single:.2f}x slower)" if math.isfinite(s.single_device_s or 0)
-            else "does not fit in memory"),
-        "best heuristic   " + (
-            f"{best.name} {_ms(best.step_time_s)}{_interval(intervals.get(best.name))}"
-            if best.name else "none fits in memory"),
-        f"zero-shot        {_ms(s.zero_shot_step_time_s)}",
-        *([f"fine-tuned best  {_ms(intervals['gnn'][0])}{_interval(intervals['gnn'])} "
-           "(measured again beside the heuristics)"] if "gnn" in intervals else []),
-        f"lower bound      {_ms(s.lower_bound_s)} ({bound})",
-        f"samples          {s.samples:,} ({s.wall_s:.1f} s in all)",
-        f"costs            {s.costs}",
-        f"wrote            {', '.join(str(f) for f in files) if files else 'nothing'}",
-        *([f"stopped          {s.stopped}"] if s.stopped else []),
-        *([f"note             {s.note}"] if s.note else []),
-        *([f"warning          {s.warning}"] if s.warning else []),
-    ]
-    return "\n".join(lines)
-
-
-def _interval(entry) -> str:
-    """' [11.92-12.80]' from (step time, low, high) in seconds; '' without one."""
-    if not entry:
-        return ""
-    return f" [90% interval {entry[1] * 1e3:.3f}-{entry[2] * 1e3:.3f}]"
-
-
-def _ms(seconds: float | None) -> str:
-    """'12.345 ms'; '-' for none or inf (nothing that fits in memory)."""
-    return f"{seconds * 1e3:.3f} ms" if seconds is not None and math.isfinite(seconds) else "-"
+    return summary_text(s, files, intervals, ties)

@@ -25,6 +25,7 @@ result is never slower than the best of them.
 from __future__ import annotations
 
 import copy
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -49,10 +50,19 @@ class GNNPlacer:
     def __init__(self, seed: int = 0, checkpoint: str | Path | None = None,
                  policy: GNNPolicy | None = None, meta: dict | None = None,
                  config: FinetuneConfig | None = None):
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
+                or not 0 <= seed < 2**32:  # numpy's seed range
+            raise ConfigError(f"seed = {seed!r} must be a whole number in [0, 2**32)")
+        self.source = None  # the checkpoint file the policy was read from
         if policy is None:
             policy, meta = load_policy(checkpoint)
-        self.policy, self.meta, self.seed = policy, dict(meta or {}), seed
+            self.source = str(checkpoint if checkpoint is not None else SHIPPED)
+        self.policy, self.meta, self.seed = policy, dict(meta or {}), int(seed)
         self.config = config or FinetuneConfig()
+
+    def __repr__(self) -> str:
+        where = f"checkpoint={self.source!r}" if self.source else "a policy in memory"
+        return f"GNNPlacer(seed={self.seed}, {where})"
 
     def zero_shot(self, problem: PlacementProblem, state: ProblemState | None = None,
                   progress=None) -> np.ndarray:
@@ -60,6 +70,7 @@ class GNNPlacer:
         ``state``: the problem's ProblemState, if the caller has one (its features and
         scheduler arrays are then not built again); ``progress(stage, done, total)``: its
         rollouts and its polish's replays (gplace.gnn.infer.zero_shot)."""
+        _check_problem(problem, "zero_shot")
         return self._zero_shot(self.policy, state or ProblemState(
             problem, _NoMeasurer(), dispatch=self.policy.dispatch), progress)
 
@@ -72,13 +83,22 @@ class GNNPlacer:
         return zero_shot(policy_weights(policy), state.numpy_features, state.sched, self.seed,
                          self.config, progress)
 
-    def place(self, problem: PlacementProblem, measurer: Measurer, budget: int,
-              seeds: list[np.ndarray] = (), progress=None,
+    def place(self, problem: PlacementProblem, measurer: Measurer | None = None,
+              budget: int = 0, seeds: list[np.ndarray] = (), progress=None,
               start: np.ndarray | None = None, zero_progress=None) -> PlaceResult:
         """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement.
         ``start``: the zero-shot placement, where the caller has it (:meth:`zero_shot`);
         ``progress(used, best_s)``: the samples; ``zero_progress(stage, done, total)``:
-        zero-shot's rollouts and polish (gplace.gnn.infer.zero_shot)."""
+        zero-shot's rollouts and polish (gplace.gnn.infer.zero_shot). The caller's torch
+        random state is as it was afterwards."""
+        _check_problem(problem, "place")
+        if measurer is None:
+            raise TypeError("GNNPlacer.place needs a measurer: gplace.placers.SimMeasurer("
+                            "problem), or a RealMeasurer")
+        with torch.random.fork_rng(devices=[]):
+            return self._place(problem, measurer, budget, seeds, progress, start, zero_progress)
+
+    def _place(self, problem, measurer, budget, seeds, progress, start, zero_progress):
         cfg = self.config.learn
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()
@@ -162,6 +182,15 @@ class GNNPlacer:
         if c.local_ramp <= 0:
             return c.local_fraction
         return c.local_start + (c.local_fraction - c.local_start) * min(1.0, used / c.local_ramp)
+
+
+def _check_problem(problem, method: str) -> None:
+    """A TypeError that says how to place a graph, for a graph or a path where a
+    PlacementProblem belongs (the placer interface's first argument)."""
+    if not isinstance(problem, PlacementProblem):
+        raise TypeError(f"GNNPlacer.{method} takes a PlacementProblem (got "
+                        f"{type(problem).__name__}); to place a graph or a model file: "
+                        "gplace.place.place(graph, checkpoint=placer, cluster=...)")
 
 
 class _Screen:

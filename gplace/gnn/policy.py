@@ -262,6 +262,11 @@ class GNNPolicy(nn.Module):
         """(policy, meta); ConfigError for a missing, corrupt, foreign or incompatible file.
         ``lean``: see __init__ (the default here: loading is what placing does)."""
         record = read_checkpoint(path, "policy checkpoint")
+        if isinstance(record, dict) and "pytorch-lightning_version" in record:
+            raise ConfigError(f"{path}: a Lightning training checkpoint, not a policy; "
+                              "gplace pretrain writes policies as policy.pt (--out, and one "
+                              "in each round's folder); gplace.gnn.lightning_io."
+                              "export_checkpoint(ckpt, 'policy.pt') converts this one")
         if not isinstance(record, dict) or record.get("format") != CHECKPOINT_FORMAT:
             raise ConfigError(f"{path}: not a gplace policy checkpoint (a file of another kind)")
         if record.get("format_version") != CHECKPOINT_VERSION:

@@ -26,6 +26,7 @@ from gplace.importer import shapes as shapes_mod
 from gplace.importer.reader import read_graph
 from gplace.tfimport import tensorflow
 
+TORCH_OPTIONS = ("optimizer", "trust")  # load_graph's options of a .pt2 program
 IMPORTER_VERSION = 4  # bump when imported graphs change (caches key on it)
 NEXT_ITERATION = ("NextIteration", "RefNextIteration")
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
@@ -57,6 +58,9 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
     to gplace.torchfront, without TensorFlow; ``torch_options`` (``optimizer``, ``trust``) are
     its own.
     """
+    unknown = sorted(set(torch_options) - set(TORCH_OPTIONS))
+    if unknown:  # a misspelt option, as Python says it
+        raise TypeError(f"load_graph() got an unexpected keyword argument {unknown[0]!r}")
     if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
         from gplace import torchfront
         if signature is not None:
@@ -64,6 +68,8 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
         return torchfront.load_graph(source, name=name, **torch_options)
     if torch_options:
         raise GraphError(f"{', '.join(torch_options)}: options of PyTorch (.pt2) programs only")
+    if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".npz"):
+        return OpGraph.load(source)  # imported already (OpGraph.save, inspect --save)
     tensorflow()
     start = time.perf_counter()
     graph_def, kind, label, default_name, meta = _to_graph_def(source)
@@ -104,6 +110,10 @@ def _to_graph_def(source):
         return graph_def, "tf.Graph", "<tf.Graph>", "graph", {}
     if hasattr(source, "node") and hasattr(source, "library"):
         return source, "graphdef", "<GraphDef>", "graph", {}
+    if type(source).__module__.startswith("torch"):  # an nn.Module, an ExportedProgram
+        raise GraphError(f"cannot import a {type(source).__name__} object; save the module "
+                         "whose forward returns the loss with torch.export.save("
+                         "torch.export.export(module, batch), 'step.pt2') and pass the path")
     raise GraphError(f"cannot import an object of type {type(source).__name__}; pass a file "
                      "path, a tf.compat.v1.GraphDef, a tf.Graph or a ConcreteFunction")
 

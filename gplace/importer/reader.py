@@ -16,7 +16,8 @@ from gplace.errors import GraphError
 
 TEXT_SUFFIXES = (".pbtxt", ".pbtext", ".txt", ".prototxt")
 BINARY_SUFFIXES = (".pb", ".graphdef", ".meta")
-SUPPORTED = ".pb, .pbtxt, .meta, or a SavedModel directory"
+SUPPORTED = (".pb, .pbtxt, .meta, a SavedModel directory, a PyTorch program (.pt2) or a "
+             "saved OpGraph (.npz)")
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 
 

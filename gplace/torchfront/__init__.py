@@ -82,11 +82,15 @@ def placed_step(step, op_devices: dict[str, str], device_map=None):
 def load_placed(path: str | Path, placement,
                 optimizer: str | dict | OptimizerConfig | None = None, device_map=None,
                 trust: bool = False):
-    """The placed step of the program at ``path``: ``placement`` is op name -> device (as
-    ``PlacementResult.op_devices``) or the path of a placement.json that ``gplace place``
-    wrote (its optimizer, name and hyperparameters, is used unless ``optimizer`` is given)."""
+    """The placed step of the program at ``path``: ``placement`` is what ``place`` returned
+    (a PlacementResult), op name -> device (as ``PlacementResult.op_devices``), or the path of
+    a placement.json that ``gplace place`` wrote; the optimizer the placement was made with
+    (name and hyperparameters) is used unless ``optimizer`` is given."""
     import json
-    if isinstance(placement, (str, Path)):
+    if hasattr(placement, "op_devices") and hasattr(placement, "graph"):  # a PlacementResult
+        optimizer = optimizer or placement.graph.meta.get("torch", {}).get("optimizer")
+        placement = placement.op_devices
+    elif isinstance(placement, (str, Path)):
         record = json.loads(Path(placement).read_text())
         optimizer = optimizer or record.get("torch", {}).get("optimizer")
         placement = record["placement"]

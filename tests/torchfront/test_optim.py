@@ -125,6 +125,8 @@ def test_placement_json_keeps_the_hyperparameters(pt2, tmp_path):
     assert placed.step.optimizer == parse_optimizer(spec)
     for a, b in zip(load_step(pt2("gnn"), spec).run(), placed.run()):
         assert torch.equal(a, b)
+    from_result = load_placed(pt2("gnn"), result)  # the result itself, in the same process
+    assert from_result.step.optimizer == parse_optimizer(spec)
 
 
 def test_a_record_that_holds_only_a_name_still_loads(pt2, step_of, tmp_path):
