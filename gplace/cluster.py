@@ -313,8 +313,8 @@ def load_cluster(name_or_path: str | os.PathLike) -> Cluster:
 def local_cluster() -> Cluster:
     """The devices TensorFlow sees here. Figures are rough estimates (no datasheet for an
     arbitrary machine): CPU peak = cores x 2.5 GHz x 16 fp32 FLOP/cycle (AVX2 FMA, one unit),
-    20 GB/s memory bandwidth; GPUs get generic V100-class figures (PCIe: 14 TFLOPS fp32, 112
-    with tensor cores). The CPU kind is "cpu" so that
+    20 GB/s memory bandwidth; GPUs get generic V100-class figures (fp32 only: no half_flops,
+    as on the presets). The CPU kind is "cpu" so that
     profiles measured on this machine (datasets/) apply to it."""
     cores = os.cpu_count() or 1
     try:
@@ -334,7 +334,7 @@ def local_cluster() -> Cluster:
             devices.append(Device(
                 name=f"gpu{gpu}", tf_device=f"/job:localhost/replica:0/task:0/device:GPU:{index}",
                 kind="gpu", peak_flops=14e12, mem_bandwidth=900e9, memory_bytes=16 << 30,
-                launch_overhead_s=8e-6, lanes=1, half_flops=112e12))
+                launch_overhead_s=8e-6, lanes=1))
             gpu += 1
     return Cluster(name="local", devices=tuple(devices), default_link=Link((), 12e9, 10e-6),
                    description=f"devices TensorFlow sees on this machine ({cores} CPU cores); "

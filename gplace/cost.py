@@ -84,10 +84,11 @@ HALF_DTYPES = ("float16", "bfloat16")
 
 def half_precision(graph: OpGraph) -> np.ndarray:
     """(ops,) bool: the ops whose first output is a 16-bit float (HALF_DTYPES)."""
-    first, end = graph.out_ptr[:-1], graph.out_ptr[1:]
     half = np.isin(graph.out_dtype, HALF_DTYPES)
-    return (end > first) & half[np.minimum(first, max(half.size - 1, 0))] if half.size else \
-        np.zeros(graph.num_ops, bool)
+    if not half.any():
+        return np.zeros(graph.num_ops, bool)
+    first, end = graph.out_ptr[:-1], graph.out_ptr[1:]
+    return (end > first) & half[np.minimum(first, half.size - 1)]
 
 
 def roofline_s(graph: OpGraph, device: Device, efficiency: float,

@@ -265,19 +265,25 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
         if not best.feasible and not best_h.feasible:
             tried = {**heuristics, "gnn": tuned, **({"optimal": exact} if exact else {})}
             raise GplaceError(_shortfall_message(problem, measurer, tried, finetune, optimal))
+        late = not stopped and stopping.requested()  # during the head-to-head or --optimal
     summary = _summary(graph, problem, best, heuristics, why, measure, start, chosen)
-    if stopped:
-        summary = replace(summary, stopped=_stopped_text(tuned, finetune, measure, optimal))
+    if stopped or late:
+        summary = replace(summary, stopped=_stopped_text(tuned, finetune, measure, optimal,
+                                                         late))
     return PlacementResult(graph, problem, best.placement, best.step_time_s, summary, tuned,
                            heuristics, model,
                            float(tuned.info.get("start_step_time_s", np.inf)), intervals, ties,
                            exact)
 
 
-def _stopped_text(tuned: PlaceResult, finetune: int, measure: str,
-                  optimal: float | None) -> str:
-    """What a Ctrl-C cut short (PlaceSummary.stopped)."""
-    cut = (f"after {tuned.samples:,} of {finetune:,} samples" if finetune else
+def _stopped_text(tuned: PlaceResult, finetune: int, measure: str, optimal: float | None,
+                  late: bool = False) -> str:
+    """What a Ctrl-C cut short (PlaceSummary.stopped); ``late``: it came after the search."""
+    if late:
+        return ("by Ctrl-C during --optimal: CP-SAT's best so far and its bound then"
+                if optimal is not None else
+                "by Ctrl-C after the search, once the measurement beside the heuristics was done")
+    cut = (f"after {tuned.samples:,} of {finetune:,} samples" if tuned.samples else
            "during zero-shot's search")
     skipped = [what for what, on in (("the measurement beside the heuristics",
                                       measure == "real"),

@@ -5,10 +5,10 @@
 
 Inside the block the first SIGINT only sets a flag (and says so): a Tracker then hands out no
 more samples (``Tracker.left`` is 0), zero-shot's sampled rollouts and its polish stop between
-batches, and the caller returns what was found, as Lightning's ``Trainer.fit`` ends gracefully on
-a first Ctrl-C. A second SIGINT goes to the handler that was there before (KeyboardInterrupt:
-nothing is kept). Outside the block, or off the main thread (where Python delivers no signals),
-:func:`requested` is False and nothing changes.
+batches, and the caller returns what was found. A second SIGINT goes to the handler that was
+there before (KeyboardInterrupt: nothing is kept). A solver that takes the SIGINT itself
+(CP-SAT) sets the flag with :func:`request`. Outside the block, and on any thread but the
+main one (where Python delivers no signals), :func:`requested` is False and nothing changes.
 """
 
 from __future__ import annotations
@@ -18,12 +18,33 @@ import sys
 import threading
 from contextlib import contextmanager
 
+_COMPILER = ("numba", "llvmlite")
 _requested: list[bool] = []  # one entry per active block: whether a stop was asked for in it
 
 
 def requested() -> bool:
-    """Whether a Ctrl-C asked the running search to stop (within :func:`stop_on_interrupt`)."""
-    return bool(_requested) and _requested[-1]
+    """Whether a Ctrl-C asked the running search to stop (within :func:`stop_on_interrupt`, on
+    the main thread)."""
+    return bool(_requested) and _requested[-1] and _on_main_thread()
+
+
+def request() -> None:
+    """Asks the running search to stop, as a first Ctrl-C does (nothing outside a block)."""
+    if _requested and _on_main_thread():
+        _requested[-1] = True
+
+
+def in_compiler(frame) -> bool:
+    """Whether any frame of the stack belongs to numba or llvmlite (a first run compiling)."""
+    while frame is not None:
+        if str(frame.f_globals.get("__name__", "")).startswith(_COMPILER):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _on_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 @contextmanager
@@ -31,7 +52,7 @@ def stop_on_interrupt(log="stderr", when: str = ""):
     """See the module docstring; ``log``: where the one line saying so goes (a file; the
     default: sys.stderr at the time; None: nowhere); ``when``: what the stop waits for, if it
     can take long (said in that line)."""
-    if threading.current_thread() is not threading.main_thread():
+    if not _on_main_thread():
         yield
         return
     previous = signal.getsignal(signal.SIGINT)
@@ -45,8 +66,10 @@ def stop_on_interrupt(log="stderr", when: str = ""):
                 raise KeyboardInterrupt
             return
         _requested[-1] = True
+        # the search starts, and then stops, once numba has compiled it
+        wait = "once the compiler finishes (first run only)" if in_compiler(frame) else when
         if log is not None:
-            print(f"\ngplace: stopping{' ' + when if when else ''}: the best placement so "
+            print(f"\ngplace: stopping{' ' + wait if wait else ''}: the best placement so "
                   "far is the result "
                   "(Ctrl-C again to stop at once, keeping nothing)",
                   file=sys.stderr if log == "stderr" else log, flush=True)

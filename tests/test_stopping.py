@@ -98,3 +98,23 @@ def test_the_command_writes_the_best_so_far_and_exits_130(tmp_path):
     assert "stopped          by Ctrl-C after" in stdout
     assert (out / "placed.pb").exists() and (out / "placement.json").exists()
     assert "Stopped by Ctrl-C after" in (out / "report.html").read_text()
+
+
+def test_off_the_main_thread_nothing_is_asked_to_stop():
+    import threading
+    seen = []
+    with stop_on_interrupt(None):
+        ctrl_c()
+        worker = threading.Thread(target=lambda: seen.append(stopping.requested()))
+        worker.start()
+        worker.join()
+        assert stopping.requested()
+    assert seen == [False]
+
+
+def test_a_solver_that_took_the_sigint_itself_stops_the_search():
+    with stop_on_interrupt(None):
+        stopping.request()
+        assert stopping.requested()
+    stopping.request()  # outside a block: nothing to stop
+    assert not stopping.requested()

@@ -18,17 +18,9 @@ import signal
 import sys
 from contextlib import contextmanager
 
+from gplace.stopping import in_compiler
+
 RETRY_S = 0.2
-_COMPILER = ("numba", "llvmlite")
-
-
-def in_compiler(frame) -> bool:
-    """Whether any frame of the stack belongs to numba or llvmlite."""
-    while frame is not None:
-        if str(frame.f_globals.get("__name__", "")).startswith(_COMPILER):
-            return True
-        frame = frame.f_back
-    return False
 
 
 class Terminated(KeyboardInterrupt):

@@ -164,6 +164,7 @@ def run(args) -> int:
 
 
 def _summary(problem, result, bound) -> dict[str, Any]:
+    from gplace.summary import half_caveat
     costs = problem.costs
     devices = {}
     for d, dev in enumerate(problem.cluster.devices):
@@ -181,7 +182,8 @@ def _summary(problem, result, bound) -> dict[str, Any]:
         "oom": result.oom, "transfers": int(result.transfers.output.shape[0]),
         "transfer_bytes": int(result.transfers.nbytes.sum()), "devices": devices,
         "estimated_devices": [n for n, v in devices.items() if v["estimated"]],
-        "cost_notes": list(costs.notes)}
+        "cost_notes": list(costs.notes) + ([half[2:]] if (half := half_caveat(
+            problem.graph, problem)) else [])}
 
 
 def _ms(s: float) -> str:

@@ -141,8 +141,8 @@ def device_features(problem: PlacementProblem) -> np.ndarray:
 
 def twin_groups(problem: PlacementProblem) -> np.ndarray:
     """(devices,) id of each device's interchangeable group: equal datasheet figures."""
-    keys = [(d.kind, d.peak_flops, d.mem_bandwidth, d.memory_bytes, d.lanes, d.launch_overhead_s)
-            for d in problem.cluster.devices]
+    keys = [(d.kind, d.peak_flops, d.mem_bandwidth, d.memory_bytes, d.lanes, d.launch_overhead_s,
+             d.half_flops) for d in problem.cluster.devices]
     first = {k: i for i, k in reversed(list(enumerate(keys)))}
     return np.array([first[k] for k in keys], np.int64)
 

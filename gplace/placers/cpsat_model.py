@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from gplace import stopping
 from gplace.cluster import interchangeable
 from gplace.cost import transfer_repeats
 from gplace.errors import ConfigError
@@ -319,8 +320,12 @@ def solve(m: Model, cfg: OptimalConfig, seed: int):
     solver.parameters.max_time_in_seconds = float(cfg.time_limit_s)
     solver.parameters.num_workers = int(cfg.workers)
     solver.parameters.random_seed = int(seed)
-    status = solver.Solve(m.cp, Collect())
-    return solver.StatusName(status).lower(), solver, found
+    status = solver.StatusName(solver.Solve(m.cp, Collect())).lower()
+    if status in ("feasible", "unknown") and solver.WallTime() < 0.95 * cfg.time_limit_s:
+        # stopped before its time limit without a proof: CP-SAT's own SIGINT handler (which
+        # replaces Python's while it solves) took a Ctrl-C; the caller stops as after one
+        stopping.request()
+    return status, solver, found
 
 
 class Solved(NamedTuple):
