@@ -20,7 +20,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                                    "policy samples (Post's objective) and, more and more, on "
                                    "policy-guided local moves of the best placement; runs the "
                                    "cheap heuristics alongside and keeps the fastest feasible "
-                                   "placement.")
+                                   "placement. A first Ctrl-C (once the graph is imported) "
+                                   "stops the search and writes the best placement so far, "
+                                   "with exit code 130.")
     p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory, a PyTorch "
                                  "torch.export program (.pt2) whose forward returns the loss, "
                                  "or an OpGraph saved by inspect --save (.npz)")
