@@ -18,10 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
+from gplace import stopping
 from gplace.io import atomic_write, atomic_write_text
 from gplace.placers import SimMeasurer, get_placer
 from gplace.problem import CoarsenConfig, PlacementProblem
 from gplace.sim import lower_bound
+from gplace.stopping import stop_on_interrupt
 
 HEURISTICS = ("single", "expert", "chunks", "heft", "m-topo", "m-etf", "m-sct")
 
@@ -51,9 +53,10 @@ class Run:
     curve: np.ndarray            # best feasible step time after each sample
 
 
-def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
-    """All runs, and per (graph, cluster): the lower bound and whether costs were estimated."""
-    from gplace.cost import cost_model_for
+def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict, bool]:
+    """All runs, per (graph, cluster) the lower bound and whether costs were estimated, and
+    whether a Ctrl-C stopped the bench (gplace.stopping: the runs done by then, the one it
+    cut left out, since it spent less than the budget)."""
     from gplace.importer import load_any
     from gplace.cluster import load_cluster
     import torch
@@ -61,9 +64,23 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
     torch.set_num_threads(1)
     for method in cfg.methods:
         get_placer(method)  # an unknown name fails here, listing the valid ones, before any work
-    runs, meta = [], {}
+    runs: list[Run] = []
+    meta: dict = {}
     graphs = [load_any(g) for g in cfg.graphs]  # a bad file fails before any run, not after
     clusters = [load_cluster(c) for c in cfg.clusters]
+    with stop_on_interrupt(log, "once the run going on now returns"):
+        _run_all(cfg, graphs, clusters, runs, meta, log)
+        stopped = stopping.requested()
+    if stopped:
+        print(f"bench: stopped by Ctrl-C after {len(runs)} runs: the results are theirs "
+              "(a run cut short is left out)", file=log, flush=True)
+    return runs, meta, stopped
+
+
+def _run_all(cfg: BenchConfig, graphs: list, clusters: list, runs: list, meta: dict,
+             log) -> None:
+    """Every (graph, cluster, method, seed) run into ``runs``, until a Ctrl-C."""
+    from gplace.cost import cost_model_for
     for gpath, graph in zip(cfg.graphs, graphs):
         gname = graph.meta.get("name", Path(gpath).stem)
         for cname, cluster in zip(cfg.clusters, clusters):
@@ -77,12 +94,15 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict]:
                 seeds = [0] if method in HEURISTICS else range(cfg.seeds)
                 for seed in seeds:
                     r = get_placer(method, seed=seed).place(problem, measurer, cfg.budget)
+                    if "stopped_at" in r.info:  # cut short by a Ctrl-C: not comparable
+                        return
                     runs.append(Run(gname, cname, method, seed, r.step_time_s, r.feasible,
                                     r.samples, r.wall_s, r.history.best_so_far()))
                     print(f"bench: {gname} on {cname}: {method} seed {seed}: "
                           f"{r.step_time_s * 1e3:.3f} ms, {r.samples} samples, "
                           f"{r.wall_s:.1f} s", file=log, flush=True)
-    return runs, meta
+                    if stopping.requested():
+                        return
 
 
 def summarize(runs: list[Run], meta: dict) -> list[dict]:

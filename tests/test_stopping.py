@@ -118,3 +118,21 @@ def test_a_solver_that_took_the_sigint_itself_stops_the_search():
         assert stopping.requested()
     stopping.request()  # outside a block: nothing to stop
     assert not stopping.requested()
+
+
+def test_bench_keeps_the_runs_done_before_a_ctrl_c_and_drops_the_one_it_cut(monkeypatch):
+    import gplace.placers.base as base
+    from gplace.bench import BenchConfig, run_bench
+    evaluate, calls = base.Tracker.evaluate, []
+
+    def evaluate_then_ctrl_c(self, placements):
+        calls.append(self)
+        if len({id(t) for t in calls}) == 2:  # the second run's first batch
+            ctrl_c()
+        return evaluate(self, placements)
+
+    monkeypatch.setattr(base.Tracker, "evaluate", evaluate_then_ctrl_c)
+    cfg = BenchConfig(graphs=(str(EXAMPLE),), clusters=("post-2gpu",),
+                      methods=("random", "single"), budget=30, seeds=3)
+    runs, meta, stopped = run_bench(cfg, log=None)
+    assert stopped and [(r.method, r.seed, r.samples) for r in runs] == [("random", 0, 30)]

@@ -54,7 +54,9 @@ def run(args) -> int:
     cfg = BenchConfig(graphs=tuple(args.graphs), clusters=tuple(args.cluster),
                       methods=methods,
                       budget=args.budget, seeds=args.seeds, units=args.units or None)
-    runs, meta = run_bench(cfg)
+    runs, meta, stopped = run_bench(cfg)
+    if stopped and not runs:
+        raise KeyboardInterrupt  # nothing finished: "interrupted", as before the first run
     rows = summarize(runs, meta)
     files = write_outputs(Path(args.out), runs, rows, cfg, meta)
     if args.json:
@@ -62,4 +64,4 @@ def run(args) -> int:
     else:
         print(markdown_table(rows))
         print("wrote " + ", ".join(str(f) for f in files))
-    return 0
+    return 130 if stopped else 0  # 130: the shell's code for a Ctrl-C
