@@ -76,7 +76,9 @@ def render(s: dict) -> str:
         "included)",
         f"loops          {im.get('loops', 0)} TF1 loop frames" + _loop_note(s),
         f"functions      {sum(im.get('inlined_functions', {}).values())} calls inlined, "
-        f"{len(im.get('kept_function_ops', {}))} kept as one op",
+        f"{len(im.get('kept_function_ops', {}))} kept as one op"
+        + (f", {len(im['lowered_conds'])} tf.cond lowered to Switch and Merge"
+           if im.get("lowered_conds") else ""),
         f"unknown dims   {im.get('outputs_with_unknown_dims', 0):,} outputs (counted as "
         f"{im.get('unknown_dim', 1)} per unknown dimension)",
         f"shapes from    {im.get('shape_inference', '?')}",
