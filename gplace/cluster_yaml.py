@@ -13,6 +13,7 @@ nodes, and files over MAX_YAML_BYTES; a cluster holds at most MAX_DEVICES device
 from __future__ import annotations
 
 import math
+import numbers
 import re
 import reprlib
 from collections import Counter
@@ -117,9 +118,9 @@ def _number(record: dict, key: str, kind: type, where: str, default: Any = ...) 
     value = record[key]
     what = "a finite integer" if kind is int else "a finite number"
     try:
-        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-            raise ValueError
-        number = value if isinstance(value, int) else float(value)
+        if isinstance(value, bool) or not isinstance(value, (numbers.Real, str)):
+            raise ValueError  # numpy's scalars are Real: a Cluster built from arrays
+        number = int(value) if isinstance(value, numbers.Integral) else float(value)
         if isinstance(value, str) and kind is int and value.strip().lstrip("+-").isdigit():
             number = int(value)
         if not math.isfinite(number):

@@ -261,18 +261,19 @@ def profile_path_for(model: str | os.PathLike) -> Path:
     return path.parent / f"{path.name.split('.')[0]}.profile.json.gz"
 
 
-def cost_model_for(source) -> CostModel:
+def cost_model_for(source, name: str | None = None) -> CostModel:
     """The one cost rule of every entry point (place, bench, the studies): the measured profile
     that sits beside a model file (``<name>.profile.json.gz``, as ``datasets/`` writes them)
     for the devices of its kind, roofline estimates elsewhere (``OpCosts.estimated`` says
     which). The profile applies to the graph imported from that file under whatever name the
     profile recorded (a graph and its profile copied under a new name keep their costs); its op
-    names still decide which ops it covers. A source that is not a path gets estimates only."""
+    names still decide which ops it covers. ``name``: the graph's, where it is not the file's
+    (``load_graph(path, name=...)``). A source that is not a path gets estimates only."""
     model = CostModel()
     if isinstance(source, (str, os.PathLike)):
         profile = profile_path_for(source)
         if profile.is_file():
             path = Path(source)
-            name = path.name if path.is_dir() else path.name.split(".")[0]  # load_graph's name
+            name = name or (path.name if path.is_dir() else path.name.split(".")[0])
             model.add_profile(replace(CostProfile.load(profile), graph=name))
     return model

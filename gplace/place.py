@@ -6,22 +6,22 @@ slower than the best of them, and always fits in memory when anything found fits
 
 from __future__ import annotations
 
-import functools
-import numbers
 import sys
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gplace.cluster import Cluster, load_cluster, parse_bytes, with_memory_limit  # noqa: F401
 from gplace import stopping
+from gplace.cluster import Cluster, load_cluster, parse_bytes, with_memory_limit  # noqa: F401
 from gplace.cost import cost_model_for
 from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
+from gplace.place_inputs import (IMPORT_OPTIONS, choose_cluster, keeps_torch_random_state,
+                                 label, make_placer, model_file, one_torch_thread, whole)
+from gplace.place_inputs import _tf_sees_one_device  # noqa: F401 - gplace.place's before
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.placers.heuristics_view import calibrated, estimate_binds
@@ -31,63 +31,6 @@ from gplace.stopping import stop_on_interrupt
 from gplace.summary import (BestHeuristic, PlaceSummary, half_caveat, import_note,
                             kernel_warning, left_out_text, loop_caveat, shape_caveat,
                             summary_text)
-
-DEFAULT_PRESET = "post-4gpu"
-
-
-def choose_cluster(cluster: str | Path | Cluster | dict | None) -> tuple[Cluster, str]:
-    """The cluster and a sentence saying why it was chosen. A Cluster or a dict (a cluster
-    YAML's fields) gets the checks a YAML file gets (gplace.cluster_yaml)."""
-    from gplace.cluster import cluster_from_dict
-    if isinstance(cluster, Cluster):  # a YAML's checks of its figures (any device kind)
-        record = cluster.summary()
-        record["devices"] = [{**d, "kind": "gpu"} for d in record["devices"]]
-        cluster_from_dict(record, f"cluster {cluster.name!r}")
-        return cluster, f"cluster {cluster.name} (given)"
-    if isinstance(cluster, dict):
-        checked = cluster_from_dict(cluster, "the cluster given as a dict")
-        return checked, f"cluster {checked.name} (given)"
-    if cluster:
-        return load_cluster(cluster), f"cluster {cluster} (given)"
-    local = None if _tf_sees_one_device() else load_cluster("local")
-    if local is not None and local.num_devices >= 2:
-        return local, f"cluster local: the {local.num_devices} devices TensorFlow sees here"
-    return load_cluster(DEFAULT_PRESET), (
-        f"cluster {DEFAULT_PRESET} (a preset: TensorFlow sees only "
-        f"{local.num_devices if local else 1} device here; pass --cluster (cluster=) to "
-        "choose)")
-
-
-def _tf_sees_one_device() -> bool:
-    """True when TensorFlow would list only this machine's CPU, known without importing it
-    (seconds): its build has no CUDA or ROCm, or the driver library does not load, and no
-    pluggable device is installed. False means: ask TensorFlow (gplace.cluster.local_cluster)."""
-    import ctypes
-    import importlib.util
-    import os
-    import site
-    spec = importlib.util.find_spec("tensorflow")
-    if spec is None or not spec.submodule_search_locations:
-        return True  # no TensorFlow: local_cluster counts one CPU too
-    if os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or any(
-            os.path.isdir(os.path.join(d, "tensorflow-plugins"))
-            for d in [*getattr(site, "getsitepackages", list)(), *sys.path]):
-        return False
-    info = Path(spec.submodule_search_locations[0]) / "python" / "platform" / "build_info.py"
-    try:
-        text = info.read_text()
-    except OSError:
-        return False
-    for flag, driver in (("is_cuda_build", "libcuda.so.1"), ("is_rocm_build", "libamdhip64.so")):
-        if f"'{flag}', True" in text:
-            try:
-                ctypes.CDLL(driver)
-                return False  # a driver: TF may see GPUs
-            except OSError:
-                continue
-        elif f"'{flag}', False" not in text:
-            return False  # a build_info this check does not know
-    return True
 
 
 @dataclass(repr=False)
@@ -137,23 +80,10 @@ class PlacementResult:
         folder, made if missing); ConfigError for a path that cannot be one."""
         from gplace.cli.checks import output_dir
         from gplace.report import export_all
-        return export_all(self, output_dir(out, "out"))
+        return export_all(self, output_dir(out, "the export folder"))
 
 
-def _keeps_torch_random_state(function):
-    """``function`` leaves torch's random state as its caller had it (loading a policy
-    initializes a network before its weights are read; fine-tuning seeds torch)."""
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        torch = sys.modules.get("torch")  # not imported yet: the caller has no state to keep
-        if torch is None:
-            return function(*args, **kwargs)
-        with torch.random.fork_rng(devices=[]):
-            return function(*args, **kwargs)
-    return wrapper
-
-
-@_keeps_torch_random_state
+@keeps_torch_random_state
 def place(model, cluster: str | Path | Cluster | dict | None = None,
           checkpoint: str | Path | Any | None = None,
           finetune: int = 0, measure: str = "sim", memory_limit: str | None = None,
@@ -185,14 +115,14 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN
-    _whole("finetune", finetune, 0, MAX_SAMPLES)
+    whole("finetune", finetune, 0, MAX_SAMPLES)
     if seed is None:  # a gplace.load placer's own seed
         seed = getattr(checkpoint, "seed", 0)
-    _whole("seed", seed, 0, 2**32 - 1)  # numpy's seed range (gplace.cli.checks.SEED_LIMIT)
+    whole("seed", seed, 0, 2**32 - 1)  # numpy's seed range, [0, 2**32)
     if polish is not None:
-        _whole("polish", polish, 0, MAX_SAMPLES)
+        whole("polish", polish, 0, MAX_SAMPLES)
     if screen is not None:
-        _whole("screen", screen, 1, MAX_SCREEN)
+        whole("screen", screen, 1, MAX_SCREEN)
     if optimal is not None and measure != "sim":
         raise ConfigError("optimal bounds simulated step times; it needs measure='sim'")
     unknown = sorted(set(import_options) - set(IMPORT_OPTIONS))
@@ -200,7 +130,7 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
         raise TypeError(f"place() got an unexpected keyword argument {unknown[0]!r}")
     if isinstance(model, OpGraph) or str(model).lower().endswith(".npz"):
         if import_options:  # an OpGraph, or one saved by inspect --save
-            raise ConfigError(f"{_label(model)}: an OpGraph is imported already; "
+            raise ConfigError(f"{label(model)}: an OpGraph is imported already; "
                               f"{', '.join(import_options)} cannot apply")
         graph = model if isinstance(model, OpGraph) else OpGraph.load(model)
     else:
@@ -212,11 +142,12 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
                           "preset with two or more devices: gplace clusters, or "
                           "gplace.cluster.preset_names())")
     chosen = with_memory_limit(chosen, memory_limit)
-    placer = _placer(checkpoint, seed, finetune, measure, polish, screen)
+    placer = make_placer(checkpoint, seed, finetune, measure, polish, screen)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;
     # the heuristics' placements seed the policy's elite set.
     problem = PlacementProblem.build(graph, chosen,
-                                     cost_model or cost_model_for(_model_file(model, graph)))
+                                     cost_model or cost_model_for(model_file(model, graph),
+                                                                  graph.meta.get("name")))
     if optimal is not None:  # the exact placer's size limit, before any placement work
         from gplace.placers.cpsat_model import check_size
         try:
@@ -227,7 +158,7 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
     # A first Ctrl-C from here on ends the search with its best so far (gplace.stopping).
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer, \
             stop_on_interrupt(log, "once the placements being measured are done"
-                              if measure == "real" else ""), _one_torch_thread():
+                              if measure == "real" else ""), one_torch_thread():
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         search, zero, starts = problem, None, {}
         zero_bar = _ZeroShotBar() if progress else None
@@ -290,67 +221,6 @@ def _stopped_text(tuned: PlaceResult, finetune: int, measure: str, optimal: floa
                                      ("--optimal", optimal is not None)) if on]
     return (f"by Ctrl-C {cut}: the best placement found so far"
             + (f"; skipped {' and '.join(skipped)}" if skipped else ""))
-
-
-IMPORT_OPTIONS = ("signature", "optimizer", "trust")  # place()'s keywords for gplace.load_graph
-
-
-def _whole(name: str, value, low: int, high: int) -> None:
-    """A ConfigError unless ``value`` is a whole number (not a bool) in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-            or not low <= value <= high:
-        raise ConfigError(f"{name} = {value!r} must be a whole number in [{low:,}, {high:,}]")
-
-
-def _label(model) -> str:
-    return str(model) if not isinstance(model, OpGraph) else f"OpGraph {model.meta.get('name')!r}"
-
-
-def _model_file(model, graph: OpGraph):
-    """The file the graph was imported from, where its profile may sit (cost_model_for):
-    ``model`` itself, or an OpGraph's ``meta["source"]``; None for an object."""
-    if not isinstance(model, OpGraph):
-        return model
-    source = graph.meta.get("source")
-    return source if isinstance(source, str) and not source.startswith("<") else None
-
-
-@contextmanager
-def _one_torch_thread():
-    """torch on one thread while the placement runs (the policy's per-unit net is tiny:
-    threads only add overhead), the caller's thread count after it; nothing without torch."""
-    torch = sys.modules.get("torch")
-    threads = torch.get_num_threads() if torch is not None else None
-    try:
-        if torch is not None:
-            torch.set_num_threads(1)
-        yield
-    finally:
-        if threads is not None:
-            torch.set_num_threads(threads)
-
-
-def _placer(checkpoint, seed: int, finetune: int, measure: str, polish: int | None = None,
-            screen: int | None = None):
-    """The learned placer: without fine-tuning on the simulator, the policy's numpy forward
-    (gplace.gnn.infer, no torch); else the torch policy (GNNPlacer). A GNNPlacer
-    ``checkpoint`` (gplace.load) lends its policy and settings, under ``seed``. ``polish`` and
-    ``screen``: FinetuneConfig.zero_shot_polish and local_screen (None: the placer's)."""
-    from gplace.gnn.config import FinetuneConfig
-    given = getattr(checkpoint, "config", None)
-    config = given if isinstance(given, FinetuneConfig) else FinetuneConfig()
-    if polish is not None:
-        config = replace(config, zero_shot_polish=polish)
-    if screen is not None:
-        config = replace(config, local_screen=screen)
-    if checkpoint is None or isinstance(checkpoint, (str, Path)):
-        if finetune == 0 and measure == "sim":
-            from gplace.gnn.infer import ZeroShotPlacer
-            return ZeroShotPlacer(seed, checkpoint, config)
-    from gplace.gnn.placer import GNNPlacer
-    if isinstance(checkpoint, GNNPlacer):
-        return GNNPlacer(seed, policy=checkpoint.policy, meta=checkpoint.meta, config=config)
-    return GNNPlacer(seed, checkpoint, config=config)
 
 
 def _solve_exactly(problem, seconds: float, seeds, workers: int = 2) -> PlaceResult:

@@ -219,8 +219,6 @@ def summary_text(s: PlaceSummary, files: list | None = None, intervals: dict | N
     return "\n".join(lines)
 
 
-
-
 def _interval_text(entry) -> str:
     """' [90% interval 11.920-12.800]' from (step time, low, high) in seconds; '' without one."""
     if not entry:

@@ -377,3 +377,67 @@ def test_placing_leaves_the_callers_torch_random_state_and_threads(checkpoint):
           polish=0)
     assert torch.equal(torch.rand(3), expected)
     assert torch.get_num_threads() == threads
+
+
+def test_a_saved_opgraph_is_priced_by_its_own_profile_else_its_sources(tmp_path):
+    import shutil
+
+    import gplace
+    from gplace.place import place
+    corpus = Path(__file__).resolve().parents[1] / "datasets" / "corpus"
+    for suffix in (".pb", ".profile.json.gz"):
+        shutil.copy(corpus / f"attn_stack_00{suffix}", tmp_path / f"attn_stack_00{suffix}")
+    graph = gplace.load_graph(tmp_path / "attn_stack_00.pb")
+    graph.save(tmp_path / "saved.npz")
+    kw = dict(cluster="local-procs", progress=False, polish=0)
+    by_path = place(tmp_path / "saved.npz", **kw)
+    by_graph = place(gplace.load_graph(tmp_path / "saved.npz", name="renamed"), **kw)
+    assert by_path.summary.costs == by_graph.summary.costs == "measured"
+    assert by_graph.summary.graph == "renamed"
+    synthetic = place(OpGraph_from_lists(), **kw)  # no file behind it: estimates
+    assert synthetic.summary.costs.startswith("estimated")
+
+
+def OpGraph_from_lists():
+    from gplace.graph import OpGraph
+    return OpGraph.from_lists([1e6] * 4, [1000] * 4, [(0, 1), (1, 2), (2, 3)])
+
+
+def test_a_policy_or_a_placers_subclass_is_a_checkpoint_and_nothing_else_is(checkpoint):
+    import gplace
+    from gplace.gnn.placer import GNNPlacer
+    from gplace.place import place
+
+    class Mine(GNNPlacer):
+        pass
+
+    placer = gplace.load(checkpoint)
+    mine = Mine(seed=1, policy=placer.policy)
+    a = place(EXAMPLE, cluster="post-2gpu", checkpoint=mine, finetune=5, progress=False,
+              polish=0)
+    b = place(EXAMPLE, cluster="post-2gpu", checkpoint=placer.policy, finetune=5, seed=1,
+              progress=False, polish=0)
+    assert np.array_equal(a.unit_placement, b.unit_placement)
+    with pytest.raises(ConfigError, match="checkpoint: a policy file, a gplace.load placer"):
+        place(EXAMPLE, checkpoint=3.5, finetune=5)
+
+
+def test_a_cluster_of_numpy_figures_is_a_cluster():
+    from gplace.cluster import load_cluster
+    from gplace.place import choose_cluster
+    c = load_cluster("post-2gpu")
+    arrays = dataclasses.replace(c, devices=tuple(dataclasses.replace(
+        d, memory_bytes=np.int64(d.memory_bytes), peak_flops=np.float32(d.peak_flops))
+        for d in c.devices))
+    assert choose_cluster(arrays)[0] is arrays
+
+
+def test_a_torch_module_gets_the_export_recipe():
+    import gplace
+    from gplace.errors import GraphError
+
+    class MyNet(torch.nn.Module):
+        pass
+
+    with pytest.raises(GraphError, match=r"cannot import a PyTorch MyNet object; .*torch.export"):
+        gplace.load_graph(MyNet())

@@ -69,7 +69,10 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
     if torch_options:
         raise GraphError(f"{', '.join(torch_options)}: options of PyTorch (.pt2) programs only")
     if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".npz"):
-        return OpGraph.load(source)  # imported already (OpGraph.save, inspect --save)
+        graph = OpGraph.load(source)  # imported already (OpGraph.save, inspect --save)
+        if name:
+            graph.meta["name"] = name
+        return graph
     tensorflow()
     start = time.perf_counter()
     graph_def, kind, label, default_name, meta = _to_graph_def(source)
@@ -110,9 +113,10 @@ def _to_graph_def(source):
         return graph_def, "tf.Graph", "<tf.Graph>", "graph", {}
     if hasattr(source, "node") and hasattr(source, "library"):
         return source, "graphdef", "<GraphDef>", "graph", {}
-    if type(source).__module__.startswith("torch"):  # an nn.Module, an ExportedProgram
-        raise GraphError(f"cannot import a {type(source).__name__} object; save the module "
-                         "whose forward returns the loss with torch.export.save("
+    if any(c.__module__.startswith("torch") for c in type(source).__mro__[:-1]):
+        # an nn.Module (a user's subclass too) or an ExportedProgram
+        raise GraphError(f"cannot import a PyTorch {type(source).__name__} object; save the "
+                         "module whose forward returns the loss with torch.export.save("
                          "torch.export.export(module, batch), 'step.pt2') and pass the path")
     raise GraphError(f"cannot import an object of type {type(source).__name__}; pass a file "
                      "path, a tf.compat.v1.GraphDef, a tf.Graph or a ConcreteFunction")

@@ -38,6 +38,7 @@ loses at most q per task on the longest chain (reported as ``rounding_slack_s``)
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -320,12 +321,24 @@ def solve(m: Model, cfg: OptimalConfig, seed: int):
     solver.parameters.max_time_in_seconds = float(cfg.time_limit_s)
     solver.parameters.num_workers = int(cfg.workers)
     solver.parameters.random_seed = int(seed)
-    status = solver.StatusName(solver.Solve(m.cp, Collect())).lower()
+    if stopping.requested():  # a Ctrl-C came before the solve: no solve
+        solver.parameters.max_time_in_seconds = 0.0
+    handler = signal.getsignal(signal.SIGINT) if _main_thread() else None
+    try:
+        status = solver.StatusName(solver.Solve(m.cp, Collect())).lower()
+    finally:  # CP-SAT leaves SIGINT at the system's default when it returns: Python's again
+        if handler is not None:
+            signal.signal(signal.SIGINT, handler)
     if status in ("feasible", "unknown") and solver.WallTime() < 0.95 * cfg.time_limit_s:
-        # stopped before its time limit without a proof: CP-SAT's own SIGINT handler (which
-        # replaces Python's while it solves) took a Ctrl-C; the caller stops as after one
+        # stopped before its time limit without a proof (no other limit is set): CP-SAT's own
+        # SIGINT handler, which replaces Python's while it solves, took a Ctrl-C
         stopping.request()
     return status, solver, found
+
+
+def _main_thread() -> bool:
+    import threading
+    return threading.current_thread() is threading.main_thread()
 
 
 class Solved(NamedTuple):
