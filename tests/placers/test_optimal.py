@@ -242,3 +242,18 @@ def looped_tiny(seed: int):
     return with_runs(prob, runs)
 
 
+
+
+def test_the_callers_sigint_handler_is_back_after_a_solve():
+    """CP-SAT takes SIGINT while it solves and leaves the system's default behind: a Ctrl-C
+    after it would kill the process instead of reaching Python."""
+    import os
+    import signal
+    hits = []
+    before = signal.signal(signal.SIGINT, lambda *_: hits.append(1))
+    try:
+        optimal(chain_problem())
+        os.kill(os.getpid(), signal.SIGINT)
+        assert hits == [1]
+    finally:
+        signal.signal(signal.SIGINT, before)
