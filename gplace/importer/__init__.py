@@ -27,7 +27,7 @@ from gplace.importer.reader import read_graph
 from gplace.tfimport import tensorflow
 
 TORCH_OPTIONS = ("optimizer", "trust")  # load_graph's options of a .pt2 program
-IMPORTER_VERSION = 4  # bump when imported graphs change (caches key on it)
+IMPORTER_VERSION = 5  # bump when imported graphs change (caches key on it)
 NEXT_ITERATION = ("NextIteration", "RefNextIteration")
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
 BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
@@ -313,14 +313,62 @@ def _param_bytes(nodes, data, outs) -> np.ndarray:
                 dtype = dtypes.as_dtype(node.attr[CAPTURED_DTYPE].type).name
                 result[k] = shapes_mod.tensor_bytes(node.name, "variable", dtype,
                                                     tuple(d.size for d in shape.dim), 1)
-    for src, _, dst in data:
-        if nodes[dst].op == "ReadVariableOp" and nodes[src].op == "Placeholder" and \
-                not result[src] and outs["dtype"][outs["ptr"][src]] == "resource":
-            shape = outs["shapes_per_op"][dst][0] if outs["shapes_per_op"][dst] else None
-            if shape is not None and all(d >= 0 for d in shape):
-                result[src] = max(result[src], outs["bytes"][outs["ptr"][dst]])
+    readers = _variable_readers(nodes, data, outs)
+    for src, found in readers.items():
+        if not result[src]:
+            result[src] = max((outs["bytes"][outs["ptr"][r]] for r in found
+                               if _known_shape(outs, r)), default=0)
     _check_total(int(result.sum(dtype=object)), "variables")
     return result
+
+
+# Ops that hand a resource handle on unchanged: input k to output k (Switch: its data input to
+# both outputs). A lowered tf.cond's branches read a variable behind a Switch and an Identity.
+FORWARDING_OPS = ("Identity", "IdentityN", "Switch", "Merge", "Enter")
+
+
+def _variable_readers(nodes, data, outs) -> dict[int, list[int]]:
+    """Captured variables (resource Placeholders) -> the ReadVariableOps that read them,
+    directly or through FORWARDING_OPS (a read inside a lowered tf.cond)."""
+    consumers: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for (src, out, dst), k in zip(data, _input_positions(data)):
+        consumers.setdefault((src, out), []).append((dst, k))
+    found: dict[int, list[int]] = {}
+    for v, node in enumerate(nodes):
+        if node.op != "Placeholder" or outs["dtype"][outs["ptr"][v]] != "resource":
+            continue
+        todo, seen = [(v, 0)], set()
+        while todo:
+            here = todo.pop()
+            if here in seen:
+                continue
+            seen.add(here)
+            for dst, k in consumers.get(here, ()):
+                op = nodes[dst].op
+                if op == "ReadVariableOp":
+                    found.setdefault(v, []).append(dst)
+                elif op in ("Identity", "Enter", "Merge"):
+                    todo.append((dst, 0))
+                elif op == "IdentityN":
+                    todo.append((dst, k))
+                elif op == "Switch" and k == 0:
+                    todo += [(dst, 0), (dst, 1)]
+    return found
+
+
+def _input_positions(data) -> list[int]:
+    """Each data edge's position among its consumer's data inputs, in edge order."""
+    count: dict[int, int] = {}
+    positions = []
+    for _, _, dst in data:
+        positions.append(count.get(dst, 0))
+        count[dst] = positions[-1] + 1
+    return positions
+
+
+def _known_shape(outs, op: int) -> bool:
+    shape = outs["shapes_per_op"][op][0] if outs["shapes_per_op"][op] else None
+    return shape is not None and all(d >= 0 for d in shape)
 
 
 def _one_kind_ops(op_types) -> tuple[dict[str, int], dict[str, int]]:

@@ -134,9 +134,10 @@ def test_the_note_says_what_was_lowered(cond):
     assert "2 tf.cond If ops lowered to Switch and Merge" in import_note(g)
 
 
-def keras_step(policy: str):
+def keras_step(policy: str, as_graph_def: bool = False):
     """A Keras 3 training step as a tf.function; under mixed_float16 the LossScaleOptimizer
-    applies the update inside one tf.cond (skipped when a gradient is not finite)."""
+    applies the update inside one tf.cond (skipped when a gradient is not finite).
+    ``as_graph_def``: imported from its GraphDef, as from a .pb (no captured shapes)."""
     keras = pytest.importorskip("keras")
     keras.mixed_precision.set_global_policy(policy)
     try:
@@ -158,7 +159,10 @@ def keras_step(policy: str):
         optimizer.apply(tape.gradient(scaled, model.trainable_variables),
                         model.trainable_variables)
         return loss
-    return gplace.load_graph(step.get_concrete_function())
+    function = step.get_concrete_function()
+    if as_graph_def:
+        return gplace.load_graph(function.graph.as_graph_def(add_shapes=True))
+    return gplace.load_graph(function)
 
 
 def variable_groups(g) -> tuple[int, int]:
@@ -176,3 +180,13 @@ def test_a_mixed_precision_step_keeps_one_group_per_variable():
     assert mixed.meta["import"]["lowered_conds"]
     assert variables - variable_groups(full)[0] == 2  # the loss scale and its step counter
     assert variable_groups(full)[1] == variable_groups(full)[0]
+
+
+def test_variables_read_only_inside_the_lowered_cond_keep_their_bytes():
+    """From a .pb the captured variables' shapes come from their reads; Adam's slots are read
+    only inside the cond, behind a Switch and an Identity."""
+    mixed = keras_step("mixed_float16", as_graph_def=True)
+    full = keras_step("float32", as_graph_def=True)
+    extra = int(mixed.param_bytes.sum() - full.param_bytes.sum())
+    assert 0 < extra <= 16  # the loss scale and its step counter; the slots as in float32
+
