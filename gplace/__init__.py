@@ -17,7 +17,10 @@ __version__ = "0.1.0"
 
 def load_graph(source, **options) -> OpGraph:
     """Imports a GraphDef (.pb, .pbtxt), MetaGraphDef (.meta), SavedModel directory, a
-    ``tf.compat.v1.GraphDef`` or a ``tf.Graph`` into an OpGraph; see :mod:`gplace.importer`.
+    ``tf.compat.v1.GraphDef``, a ``tf.Graph`` or a tf.function's ConcreteFunction into an
+    OpGraph, or reads one saved as .npz (OpGraph.save, inspect --save); see
+    :mod:`gplace.importer`. Options: ``signature`` (of a SavedModel), ``name``,
+    ``unknown_dim``; a misspelt one is a TypeError.
     A PyTorch ``torch.export`` program (``.pt2``, forward: batch -> scalar loss) imports as one
     training step, its backward and optimizer included, with the options ``optimizer``
     ("sgd", "momentum", "adam" or "adamw", with hyperparameters as "adamw:lr=3e-4,
@@ -29,7 +32,9 @@ def load_graph(source, **options) -> OpGraph:
 
 def load(path=None, seed: int = 0):
     """A placer from a policy checkpoint (default: the one shipped with gplace); see
-    :mod:`gplace.gnn.placer`. Pass it to :func:`gplace.place.place` as ``checkpoint``."""
+    :mod:`gplace.gnn.placer`. Pass it to :func:`gplace.place.place` as ``checkpoint``: its
+    ``seed`` is place()'s default seed, and an explicit ``seed``, ``polish`` or ``screen``
+    there wins."""
     from gplace.gnn.placer import load as _load
     return _load(path, seed=seed)
 

@@ -68,12 +68,13 @@ def run_bench(cfg: BenchConfig, log=sys.stderr) -> tuple[list[Run], dict, bool]:
     meta: dict = {}
     graphs = [load_any(g) for g in cfg.graphs]  # a bad file fails before any run, not after
     clusters = [load_cluster(c) for c in cfg.clusters]
-    with stop_on_interrupt(log, "once the run going on now returns"):
+    with stop_on_interrupt(log, "once the run going on now returns",
+                           "the runs finished before it are the results"):
         _run_all(cfg, graphs, clusters, runs, meta, log)
         stopped = stopping.requested()
     if stopped:
-        print(f"bench: stopped by Ctrl-C after {len(runs)} runs: the results are theirs "
-              "(a run cut short is left out)", file=log, flush=True)
+        print(f"bench: stopped by Ctrl-C after {len(runs)} run{'s' if len(runs) != 1 else ''}"
+              ": the results are theirs (a run cut short is left out)", file=log, flush=True)
     return runs, meta, stopped
 
 

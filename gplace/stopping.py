@@ -48,10 +48,11 @@ def _on_main_thread() -> bool:
 
 
 @contextmanager
-def stop_on_interrupt(log="stderr", when: str = ""):
+def stop_on_interrupt(log="stderr", when: str = "",
+                      kept: str = "the best placement so far is the result"):
     """See the module docstring; ``log``: where the one line saying so goes (a file; the
     default: sys.stderr at the time; None: nowhere); ``when``: what the stop waits for, if it
-    can take long (said in that line)."""
+    can take long, and ``kept``: what the caller keeps (both said in that line)."""
     if not _on_main_thread():
         yield
         return
@@ -69,8 +70,7 @@ def stop_on_interrupt(log="stderr", when: str = ""):
         # the search starts, and then stops, once numba has compiled it
         wait = "once the compiler finishes (first run only)" if in_compiler(frame) else when
         if log is not None:
-            print(f"\ngplace: stopping{' ' + wait if wait else ''}: the best placement so "
-                  "far is the result "
+            print(f"\ngplace: stopping{' ' + wait if wait else ''}: {kept} "
                   "(Ctrl-C again to stop at once, keeping nothing)",
                   file=sys.stderr if log == "stderr" else log, flush=True)
 

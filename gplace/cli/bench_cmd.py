@@ -13,9 +13,11 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="compare placers at equal sample budgets",
                        description="Run every method on every graph and cluster with the same "
                                    "budget and seeds; write results.md, results.csv and curve "
-                                   "PNGs to --out. Step times are simulated (estimates).")
+                                   "PNGs to --out. Step times are simulated (estimates). A "
+                                   "first Ctrl-C writes the tables of the runs finished by "
+                                   "then (exit code 130).")
     p.add_argument("--graphs", nargs="+", required=True, metavar="MODEL",
-                   help="TensorFlow graph files or SavedModel folders")
+                   help="graph files (.pb, .pbtxt, .meta, .pt2, .npz) or SavedModel folders")
     p.add_argument("--cluster", nargs="+", default=["post-4gpu"], metavar="C",
                    help="preset names or YAML files (default: post-4gpu)")
     p.add_argument("--methods", default="post,pg,random,hill,single",

@@ -10,7 +10,7 @@ import argparse
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
     """--signature (a SavedModel's) and --optimizer and --trust-pt2 (a PyTorch model's)."""
     p.add_argument("--signature", default=None, metavar="NAME",
-                   help="SavedModel only: the signature to place (default: the one that "
+                   help="SavedModel only: the signature to import (default: the one that "
                         "trains, or the only one; the others are left out)")
     p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
                    help=".pt2 only: the optimizer whose updates the step adds: sgd (default; "

@@ -12,9 +12,11 @@ lower_if_op.cc): the predicate and each input go through Switch ops to the branc
 under ``<if name>/then/`` and ``<if name>/else/``, whose results Merge ops join; the If's own
 name becomes an ``IdentityN`` of the merges. Like a TF1 ``tf.cond``, both branches are placed
 and costed. Polymorphic functions, other functional control flow (While, Case, an If without
-that attr) are kept as one op: ``flops.py`` gives them the summed cost of their bodies. The
-report says which was done to each, and which inlined functions asked XLA to compile them
-(their ops are then placed one by one).
+that attr) are kept as one op, with their bodies' FLOPs (gplace.importer's
+``_add_body_flops``): a While's cond and body times its trip count where the graph fixes it,
+an If's larger branch, a call's body; a Case gets none. The report says which was done to
+each, and which inlined functions asked XLA to compile them (their ops are then placed one by
+one).
 """
 
 from __future__ import annotations
@@ -126,7 +128,7 @@ def inline_functions(graph_def):
             what = f"calls {fname}" if fname else f"{node.op} to lower"
             report.kept[node.name] = f"{what} nested deeper than {MAX_DEPTH}"
         elif node.op in FUNCTIONAL_OPS and node.name not in report.kept:
-            report.kept[node.name] = f"functional {node.op}: kept as one op, body costs summed"
+            report.kept[node.name] = f"functional {node.op}: kept as one op, costed by its bodies"
     return graph_def, report
 
 
