@@ -20,13 +20,14 @@ def load_graph(source, **options) -> OpGraph:
     ``tf.compat.v1.GraphDef``, a ``tf.Graph`` or a tf.function's ConcreteFunction into an
     OpGraph, or reads one saved as .npz (OpGraph.save, inspect --save); see
     :mod:`gplace.importer`. Options: ``signature`` (of a SavedModel), ``name``,
-    ``unknown_dim``; a misspelt one is a TypeError.
+    ``unknown_dim``; a misspelt one is a TypeError. A file is imported once: later calls read
+    the import cache, as ``gplace place`` does (``GPLACE_CACHE_DIR``; ``off`` turns it off).
     A PyTorch ``torch.export`` program (``.pt2``, forward: batch -> scalar loss) imports as one
     training step, its backward and optimizer included, with the options ``optimizer``
     ("sgd", "momentum", "adam" or "adamw", with hyperparameters as "adamw:lr=3e-4,
     weight_decay=0.1"; gplace.torchfront.optim) and ``trust`` (allow pickled payloads); see
     :mod:`gplace.torchfront`."""
-    from gplace.importer import load_graph as _load
+    from gplace.opgraph_cache import load_graph as _load
     return _load(source, **options)
 
 

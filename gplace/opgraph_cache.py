@@ -120,6 +120,10 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     included (keyed by its bytes and options: a SavedModel's signature, a program's
     optimizer and trust); an object, or a cache that is off: imported as usual."""
     from gplace import importer
+    unknown = sorted(set(options) - {"inline", "whole_graph", "signature",
+                                     *importer.TORCH_OPTIONS})
+    if unknown:  # before a cached entry could hide it
+        raise TypeError(f"load_graph() got an unexpected keyword argument {unknown[0]!r}")
     folder = cache_folder()
     pt2 = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2")
     if pt2 and options.get("signature") is not None:  # a cached program would hide it

@@ -216,3 +216,13 @@ def test_a_signature_keys_its_own_entry_and_a_program_refuses_one_even_when_cach
     opgraph_cache.load_graph(program)
     with pytest.raises(GraphError, match="a PyTorch program has no signatures"):
         opgraph_cache.load_graph(program, signature="train")
+
+
+def test_the_python_api_reads_a_file_it_imported_before_from_the_cache(cache):
+    import gplace
+    first = gplace.load_graph(EXAMPLE)
+    again = gplace.load_graph(EXAMPLE)
+    assert "cached" not in first.meta["import"] and "cached" in again.meta["import"]
+    same_graph(first, again)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'optimiser'"):
+        gplace.load_graph(EXAMPLE, optimiser="adam")  # not hidden by the cached entry
