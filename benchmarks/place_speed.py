@@ -31,10 +31,10 @@ def main() -> None:
     args = parser.parse_args()
     from gplace.tfimport import tensorflow
     tensorflow()
-    import gplace
+    from gplace.importer import load_graph
     from gplace.place import place
     t0 = time.perf_counter()
-    graph = gplace.load_graph(args.model)
+    graph = load_graph(args.model)  # the import itself: gplace.load_graph reads the cache
     t_import = time.perf_counter() - t0
     profiler = cProfile.Profile() if args.profile else None
     if profiler:
