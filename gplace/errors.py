@@ -13,6 +13,14 @@ class ConfigError(GplaceError):
     """A cluster, config or checkpoint file with a missing or wrong field."""
 
 
+def check_whole(name: str, value, low: int, high: int) -> None:
+    """A ConfigError unless ``value`` is a whole number (not a bool) in [low, high]."""
+    import numbers
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or not low <= value <= high:
+        raise ConfigError(f"{name} = {value!r} must be a whole number in [{low:,}, {high:,}]")
+
+
 def tf_error_message(text: str) -> str:
     """The informative line of a TensorFlow error (TF 2.x opens with "Graph execution error:")."""
     lines = [line.strip() for line in str(text).splitlines() if line.strip()]

@@ -18,9 +18,10 @@ from gplace import stopping
 from gplace.cluster import Cluster, load_cluster, parse_bytes, with_memory_limit  # noqa: F401
 from gplace.cost import cost_model_for
 from gplace.errors import ConfigError, GplaceError
+from gplace.errors import check_whole as whole
 from gplace.graph import OpGraph
 from gplace.place_inputs import (IMPORT_OPTIONS, choose_cluster, keeps_torch_random_state,
-                                 label, make_placer, model_file, one_torch_thread, whole)
+                                 label, make_placer, model_file, one_torch_thread)
 from gplace.place_inputs import _tf_sees_one_device  # noqa: F401 - gplace.place's before
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import numbers
 import sys
 from contextlib import contextmanager
 from dataclasses import replace
@@ -90,13 +89,6 @@ def keeps_torch_random_state(function):
 
 
 IMPORT_OPTIONS = ("signature", "optimizer", "trust")  # place()'s keywords for gplace.load_graph
-
-
-def whole(name: str, value, low: int, high: int) -> None:
-    """A ConfigError unless ``value`` is a whole number (not a bool) in [low, high]."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-            or not low <= value <= high:
-        raise ConfigError(f"{name} = {value!r} must be a whole number in [{low:,}, {high:,}]")
 
 
 def label(model) -> str:

@@ -25,12 +25,12 @@ _requested: list[bool] = []  # one entry per active block: whether a stop was as
 def requested() -> bool:
     """Whether a Ctrl-C asked the running search to stop (within :func:`stop_on_interrupt`, on
     the main thread)."""
-    return bool(_requested) and _requested[-1] and _on_main_thread()
+    return bool(_requested) and _requested[-1] and on_main_thread()
 
 
 def request() -> None:
     """Asks the running search to stop, as a first Ctrl-C does (nothing outside a block)."""
-    if _requested and _on_main_thread():
+    if _requested and on_main_thread():
         _requested[-1] = True
 
 
@@ -43,7 +43,8 @@ def in_compiler(frame) -> bool:
     return False
 
 
-def _on_main_thread() -> bool:
+def on_main_thread() -> bool:
+    """Whether this is Python's main thread, the one signal handlers run on."""
     return threading.current_thread() is threading.main_thread()
 
 
@@ -53,7 +54,7 @@ def stop_on_interrupt(log="stderr", when: str = "",
     """See the module docstring; ``log``: where the one line saying so goes (a file; the
     default: sys.stderr at the time; None: nowhere); ``when``: what the stop waits for, if it
     can take long, and ``kept``: what the caller keeps (both said in that line)."""
-    if not _on_main_thread():
+    if not on_main_thread():
         yield
         return
     previous = signal.getsignal(signal.SIGINT)

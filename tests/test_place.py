@@ -329,7 +329,7 @@ def test_python_callers_get_pythons_errors_and_gplaces(checkpoint, tmp_path):
     for bad in (2.5, "10", True, None):
         with pytest.raises(ConfigError, match="finetune = .* must be a whole number"):
             place(graph, finetune=bad)
-    with pytest.raises(ConfigError, match=r"seed = -1 must be a whole number in \[0, 2\*\*32\)"):
+    with pytest.raises(ConfigError, match=r"seed = -1 must be a whole number in \[0, 4,294,967,295\]"):
         gplace.load(checkpoint, seed=-1)
     with pytest.raises(TypeError, match="takes a PlacementProblem .got OpGraph.; to place a "
                                         "graph or a model file: gplace.place.place"):

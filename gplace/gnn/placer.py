@@ -25,13 +25,12 @@ result is never slower than the best of them.
 from __future__ import annotations
 
 import copy
-import numbers
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from gplace.errors import ConfigError
+from gplace.errors import ConfigError, check_whole
 from gplace.gnn.adam import Adam
 from gplace.gnn.config import FinetuneConfig
 from gplace.gnn.infer import NO_SHIPPED, SHIPPED, policy_weights, zero_shot
@@ -50,9 +49,7 @@ class GNNPlacer:
     def __init__(self, seed: int = 0, checkpoint: str | Path | None = None,
                  policy: GNNPolicy | None = None, meta: dict | None = None,
                  config: FinetuneConfig | None = None):
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) \
-                or not 0 <= seed < 2**32:  # numpy's seed range
-            raise ConfigError(f"seed = {seed!r} must be a whole number in [0, 2**32)")
+        check_whole("seed", seed, 0, 2**32 - 1)  # numpy's seed range
         self.source = None  # the checkpoint file the policy was read from
         if policy is None:
             policy, meta = load_policy(checkpoint)
@@ -89,16 +86,12 @@ class GNNPlacer:
         """Zero-shot, then ``budget`` fine-tuning samples; the best feasible placement.
         ``start``: the zero-shot placement, where the caller has it (:meth:`zero_shot`);
         ``progress(used, best_s)``: the samples; ``zero_progress(stage, done, total)``:
-        zero-shot's rollouts and polish (gplace.gnn.infer.zero_shot). The caller's torch
-        random state is as it was afterwards."""
+        zero-shot's rollouts and polish (gplace.gnn.infer.zero_shot). It seeds torch
+        (gplace.place.place keeps its caller's random state)."""
         _check_problem(problem, "place")
         if measurer is None:
             raise TypeError("GNNPlacer.place needs a measurer: gplace.placers.SimMeasurer("
                             "problem), or a RealMeasurer")
-        with torch.random.fork_rng(devices=[]):
-            return self._place(problem, measurer, budget, seeds, progress, start, zero_progress)
-
-    def _place(self, problem, measurer, budget, seeds, progress, start, zero_progress):
         cfg = self.config.learn
         torch.manual_seed(self.seed)
         policy = copy.deepcopy(self.policy).train()

@@ -323,7 +323,7 @@ def solve(m: Model, cfg: OptimalConfig, seed: int):
     solver.parameters.random_seed = int(seed)
     if stopping.requested():  # a Ctrl-C came before the solve: no solve
         solver.parameters.max_time_in_seconds = 0.0
-    handler = signal.getsignal(signal.SIGINT) if _main_thread() else None
+    handler = signal.getsignal(signal.SIGINT) if stopping.on_main_thread() else None
     try:
         status = solver.StatusName(solver.Solve(m.cp, Collect())).lower()
     finally:  # CP-SAT leaves SIGINT at the system's default when it returns: Python's again
@@ -334,11 +334,6 @@ def solve(m: Model, cfg: OptimalConfig, seed: int):
         # SIGINT handler, which replaces Python's while it solves, took a Ctrl-C
         stopping.request()
     return status, solver, found
-
-
-def _main_thread() -> bool:
-    import threading
-    return threading.current_thread() is threading.main_thread()
 
 
 class Solved(NamedTuple):
