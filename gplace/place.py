@@ -22,7 +22,6 @@ from gplace.errors import check_whole as whole
 from gplace.graph import OpGraph
 from gplace.place_inputs import (IMPORT_OPTIONS, choose_cluster, keeps_torch_random_state,
                                  label, make_placer, model_file, one_torch_thread)
-from gplace.place_inputs import _tf_sees_one_device  # noqa: F401 - gplace.place's before
 from gplace.placers import PlaceResult, SimMeasurer, get_placer
 from gplace.placers.base import cheap_heuristics
 from gplace.placers.heuristics_view import calibrated, estimate_binds
@@ -136,7 +135,7 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
         graph = model if isinstance(model, OpGraph) else OpGraph.load(model)
     else:
         graph = load_graph(model, **import_options)
-    chosen, why = choose_cluster(cluster)
+    chosen, why = choose_cluster(cluster, measure)
     if chosen.num_devices < 2:
         raise ConfigError(f"cluster {chosen.name} has one device, so every placement puts "
                           "every op on it: there is nothing to place (a cluster YAML or "
@@ -157,9 +156,10 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
             raise ConfigError(f"{e}; place it without --optimal (optimal=)") from None
     # The measurer closes on any exit (real measurement: its TF server processes stop).
     # A first Ctrl-C from here on ends the search with its best so far (gplace.stopping).
+    wait = "once each placement being measured has run its first steps" if measure == "real" \
+        else ""
     with _measurer(problem, measure, model, allow_unsafe, log, loss) as measurer, \
-            stop_on_interrupt(log, "once the placements being measured are done"
-                              if measure == "real" else ""), one_torch_thread():
+            stop_on_interrupt(log, wait), one_torch_thread():
         heuristics = {h: get_placer(h).place(problem, measurer, 0) for h in cheap_heuristics()}
         search, zero, starts = problem, None, {}
         zero_bar = _ZeroShotBar() if progress else None

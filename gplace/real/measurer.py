@@ -10,7 +10,8 @@ by running it; this is that measurement. For each placement NodeDef.device of ev
 to its device's ``tf_device`` (``problem.expand``) and the batch is measured by the protocol of
 :mod:`gplace.real.protocol`: two sessions per placement (it and its mirror over
 interchangeable devices), rounds that visit the placements interleaved with a warm-up step
-after each switch, until each placement's interval is tight or the time cap is reached; the
+after each switch, until each placement's interval is tight or the time cap is reached (or,
+after the first visit of each, a Ctrl-C asks the search to stop: gplace.stopping); the
 step time is a trimmed mean of the timed steps and comes with its confidence interval. How
 loaded the machine was (:mod:`gplace.real.load`) is logged with every batch, as a warning when
 other work took a noticeable share of the CPU.
@@ -29,6 +30,7 @@ other placements' sessions reopened. The protocol's loop over one chunk of a bat
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from typing import Callable
 
 import numpy as np
 
+from gplace import stopping
 from gplace.errors import ConfigError
 from gplace.measure import Measurement
 from gplace.problem import PlacementProblem
@@ -87,6 +90,26 @@ def worker_tasks(problem: PlacementProblem) -> int:
     return max(tasks) + 1 if tasks else 0
 
 
+def check_local_devices(problem: PlacementProblem, here: list[tuple[str, int]]) -> None:
+    """ConfigError unless TensorFlow lists, in ``here`` ((type, index) pairs:
+    gplace.cluster.tf_devices), every in-process device (not /job:worker) the cluster names:
+    a preset's GPUs on a machine without them would fail every placement that uses them."""
+    missing = []
+    for d in problem.cluster.devices:
+        spec = d.tf_device.lower()
+        m = re.search(r"(cpu|gpu):(\d+)$", spec)
+        if f"/job:{JOB}" not in spec and m and (m[1].upper(), int(m[2])) not in set(here):
+            missing.append(f"{d.name} ({d.tf_device})")
+    if missing:
+        seen = ", ".join(f"{t}:{i}" for t, i in here)
+        ours = ("--cluster local: the devices TensorFlow sees" if len(here) > 1 else
+                "--cluster local-procs: TF processes on its cores")
+        raise ConfigError(
+            f"--measure real: cluster {problem.cluster.name} names devices TensorFlow does not "
+            f"see here: {', '.join(missing)}; it sees {seen}. Measure on this machine's "
+            f"devices ({ours}) or on your TF servers (a cluster YAML)")
+
+
 class RealMeasurer:
     """Implements the Measurer protocol by running placements in TensorFlow."""
 
@@ -100,6 +123,9 @@ class RealMeasurer:
         check_safe(self.graph_def, self.config.allow_unsafe)
         self.fetch = step_op(self.graph_def, self.config.fetch)
         n = worker_tasks(problem)
+        if any(f"/job:{JOB}" not in d.tf_device.lower() for d in problem.cluster.devices):
+            from gplace.cluster import tf_devices
+            check_local_devices(problem, tf_devices())
         self.owns_tasks = tasks is None and n > 0
         self.tasks = LocalProcs(n) if self.owns_tasks else tasks
         self.log = log or (lambda s: print(f"gplace real: {s}", file=sys.stderr, flush=True))
@@ -175,8 +201,9 @@ class RealMeasurer:
             for b in todo:
                 self.log(f"placement {b + 1}/{len(results)}: {results[b].describe()}")
         n_tight = sum(results[b].tight for b in todo)
+        cut = ", cut short by Ctrl-C" if stopping.requested() else ""
         self.log(f"{len(todo)} placements in {self.last_wall_s:.1f} s "
-                 f"({self.last_wall_s / len(todo):.1f} s each, {n_tight} tight); "
+                 f"({self.last_wall_s / len(todo):.1f} s each, {n_tight} tight{cut}); "
                  f"{self.last_load.describe()}")
         if self.last_load.loaded:
             self.log(self.last_load.warning())

@@ -142,6 +142,27 @@ def test_the_time_cap_ends_the_batch_after_one_visit_each(measurer):
     assert runs(FakeChild.log) == [0, 1, 2]
 
 
+def test_a_ctrl_c_ends_the_batch_once_each_placement_was_timed(measurer, monkeypatch):
+    """A stop asked for during the first round (gplace.stopping) lets that round finish, so
+    every placement has a step time, and starts no other: the batch is cut short."""
+    from gplace import stopping
+    m = measurer(min_steps=3, max_steps=300, steps_per_visit=3, rel_width=0.0)
+    call = FakeChild.call
+
+    def stop_after_first_run(self, cmd, timeout_s):
+        reply = call(self, cmd, timeout_s)
+        if "run" in cmd:
+            stopping.request()  # as the first Ctrl-C's handler does
+        return reply
+    monkeypatch.setattr(FakeChild, "call", stop_after_first_run)
+    with stopping.stop_on_interrupt(log=None):
+        result = m.measure(placements(m.problem.num_units))
+    assert runs(FakeChild.log) == [0, 1, 2]  # without the stop: 100 visits each
+    assert result.feasible.all() and np.allclose(result.step_time_s, [1, 2, 3], rtol=0.01)
+    assert not any(r.tight for r in m.last_results)
+    assert any("cut short by Ctrl-C" in line for line in m.lines)
+
+
 def test_a_lost_child_fails_its_placement_and_the_rest_reopen(measurer):
     FakeChild.dies_on = 1
     m = measurer(min_steps=6, max_steps=6, steps_per_visit=3)
