@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from pathlib import Path
@@ -321,7 +322,7 @@ def local_cluster() -> Cluster:
         pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (ValueError, OSError, AttributeError):
         pages = 8 << 30
-    kinds = _tf_devices()
+    kinds = tf_devices()
     devices, gpu = [], 0
     for dev_type, index in kinds:
         if dev_type == "CPU":
@@ -341,10 +342,13 @@ def local_cluster() -> Cluster:
                                "figures are estimates")
 
 
-def _tf_devices() -> list[tuple[str, int]]:
-    """(type, index) of the physical devices TF lists; one CPU if TF is not installed."""
+def tf_devices() -> list[tuple[str, int]]:
+    """(type, index) of the physical devices TF lists; one CPU if TF is not installed or
+    cannot see more (tf_sees_one_device, which needs no import of TF)."""
     from gplace.errors import GplaceError
     from gplace.tfimport import tensorflow
+    if tf_sees_one_device():
+        return [("CPU", 0)]
     try:
         tf = tensorflow()
         found = []
@@ -353,6 +357,37 @@ def _tf_devices() -> list[tuple[str, int]]:
         return found or [("CPU", 0)]
     except GplaceError:  # TensorFlow is not installed
         return [("CPU", 0)]
+
+
+def tf_sees_one_device() -> bool:
+    """True when TensorFlow would list only this machine's CPU, known without importing it
+    (seconds): its build has no CUDA or ROCm, or the driver library does not load, and no
+    pluggable device is installed. False means: ask TensorFlow (tf_devices)."""
+    import ctypes
+    import importlib.util
+    import site
+    spec = importlib.util.find_spec("tensorflow")
+    if spec is None or not spec.submodule_search_locations:
+        return True  # no TensorFlow: local_cluster counts one CPU too
+    if os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or any(
+            os.path.isdir(os.path.join(d, "tensorflow-plugins"))
+            for d in [*getattr(site, "getsitepackages", list)(), *sys.path]):
+        return False
+    info = Path(spec.submodule_search_locations[0]) / "python" / "platform" / "build_info.py"
+    try:
+        text = info.read_text()
+    except OSError:
+        return False
+    for flag, driver in (("is_cuda_build", "libcuda.so.1"), ("is_rocm_build", "libamdhip64.so")):
+        if f"'{flag}', True" in text:
+            try:
+                ctypes.CDLL(driver)
+                return False  # a driver: TF may see GPUs
+            except OSError:
+                continue
+        elif f"'{flag}', False" not in text:
+            return False  # a build_info this check does not know
+    return True
 
 
 def cluster_from_dict(record: Any, where: str) -> Cluster:

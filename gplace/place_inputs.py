@@ -13,17 +13,21 @@ from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
-from gplace.cluster import Cluster, cluster_from_dict, load_cluster
+from gplace.cluster import Cluster, cluster_from_dict, load_cluster, tf_sees_one_device
 from gplace.cost import profile_path_for
 from gplace.errors import ConfigError
 from gplace.graph import OpGraph
 
 DEFAULT_PRESET = "post-4gpu"
+REAL_PRESET = "local-procs"  # --measure real with one device here: processes on its cores
 
 
-def choose_cluster(cluster: str | Path | Cluster | dict | None) -> tuple[Cluster, str]:
+def choose_cluster(cluster: str | Path | Cluster | dict | None,
+                   measure: str = "sim") -> tuple[Cluster, str]:
     """The cluster and a sentence saying why it was chosen. A Cluster or a dict (a cluster
-    YAML's fields) gets the checks a YAML file gets (gplace.cluster_yaml)."""
+    YAML's fields) gets the checks a YAML file gets (gplace.cluster_yaml). With none given:
+    the devices TensorFlow sees here if there are two or more, else post-4gpu, or for
+    ``measure="real"`` (which runs on this machine) local-procs."""
     if isinstance(cluster, Cluster):  # a YAML's checks of its figures (any device kind)
         record = cluster.summary()
         record["devices"] = [{**d, "kind": "gpu"} for d in record["devices"]]
@@ -34,45 +38,18 @@ def choose_cluster(cluster: str | Path | Cluster | dict | None) -> tuple[Cluster
         return checked, f"cluster {checked.name} (given)"
     if cluster:
         return load_cluster(cluster), f"cluster {cluster} (given)"
-    local = None if _tf_sees_one_device() else load_cluster("local")
+    local = None if tf_sees_one_device() else load_cluster("local")
     if local is not None and local.num_devices >= 2:
         return local, f"cluster local: the {local.num_devices} devices TensorFlow sees here"
+    if measure == "real":
+        return load_cluster(REAL_PRESET), (
+            f"cluster {REAL_PRESET} (--measure real runs here, and TensorFlow sees only "
+            f"{local.num_devices if local else 1} device here: two TF processes on this "
+            "machine's cores; pass --cluster (cluster=) to choose)")
     return load_cluster(DEFAULT_PRESET), (
         f"cluster {DEFAULT_PRESET} (a preset: TensorFlow sees only "
         f"{local.num_devices if local else 1} device here; pass --cluster (cluster=) to "
         "choose)")
-
-
-def _tf_sees_one_device() -> bool:
-    """True when TensorFlow would list only this machine's CPU, known without importing it
-    (seconds): its build has no CUDA or ROCm, or the driver library does not load, and no
-    pluggable device is installed. False means: ask TensorFlow (gplace.cluster.local_cluster)."""
-    import ctypes
-    import importlib.util
-    import os
-    import site
-    spec = importlib.util.find_spec("tensorflow")
-    if spec is None or not spec.submodule_search_locations:
-        return True  # no TensorFlow: local_cluster counts one CPU too
-    if os.environ.get("TF_PLUGGABLE_DEVICE_LIBRARY_PATH") or any(
-            os.path.isdir(os.path.join(d, "tensorflow-plugins"))
-            for d in [*getattr(site, "getsitepackages", list)(), *sys.path]):
-        return False
-    info = Path(spec.submodule_search_locations[0]) / "python" / "platform" / "build_info.py"
-    try:
-        text = info.read_text()
-    except OSError:
-        return False
-    for flag, driver in (("is_cuda_build", "libcuda.so.1"), ("is_rocm_build", "libamdhip64.so")):
-        if f"'{flag}', True" in text:
-            try:
-                ctypes.CDLL(driver)
-                return False  # a driver: TF may see GPUs
-            except OSError:
-                continue
-        elif f"'{flag}', False" not in text:
-            return False  # a build_info this check does not know
-    return True
 
 
 def keeps_torch_random_state(function):

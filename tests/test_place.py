@@ -432,6 +432,16 @@ def test_a_cluster_of_numpy_figures_is_a_cluster():
     assert choose_cluster(arrays)[0] is arrays
 
 
+def test_real_measurement_defaults_to_this_machines_processes_where_tf_sees_one_device():
+    from gplace.cluster import tf_sees_one_device
+    from gplace.place import choose_cluster
+    if not tf_sees_one_device():
+        pytest.skip("TensorFlow may see several devices here: the default is theirs")
+    assert choose_cluster(None)[0].name == "post-4gpu"
+    chosen, why = choose_cluster(None, "real")
+    assert chosen.name == "local-procs" and "--measure real runs here" in why
+
+
 def test_a_torch_module_gets_the_export_recipe():
     import gplace
     from gplace.errors import GraphError

@@ -76,6 +76,6 @@ def test_the_files_are_byte_identical_to_before(tmp_path, name, options):
 
 def test_the_default_cluster_needs_tensorflow_only_when_it_may_see_more_than_a_cpu():
     from gplace.cluster import load_cluster
-    from gplace.place import _tf_sees_one_device
-    if _tf_sees_one_device():
+    from gplace.cluster import tf_sees_one_device
+    if tf_sees_one_device():
         assert load_cluster("local").num_devices == 1

@@ -29,7 +29,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     models.add_import_arguments(p)
     p.add_argument("--cluster", default=None,
                    help="preset or YAML file (default: the devices here if there are at least "
-                        "two, else post-4gpu)")
+                        "two, else post-4gpu, or local-procs with --measure real)")
     p.add_argument("--checkpoint", default=None, help="policy checkpoint (default: shipped)")
     p.add_argument("--finetune", type=checks.count(0, checks.MAX_SAMPLES, "placements measured"),
                    default=0, metavar="N",

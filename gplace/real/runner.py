@@ -55,6 +55,21 @@ def placed_graph_def(graph_def, op_names: list[str], tf_devices: list[str], op_d
     return out
 
 
+def session_config(job: dict):
+    """The profiler's session settings (its threads, no graph rewrites) with every device
+    TensorFlow sees here: the profiler hides the GPUs to time this CPU alone, a placement
+    runs where it says."""
+    from gplace import profiler as prof
+    config = prof.session_config(prof.ProfileConfig(inter_op_threads=job["threads"],
+                                                    intra_op_threads=job["threads"]))
+    del config.device_count["GPU"]
+    if job["target"]:  # the servers own their thread pools (gplace.real.procs)
+        config.use_per_session_threads = False
+        config.isolate_session_state = True  # each open placement has its own variables
+    config.operation_timeout_in_ms = int(job["timeout_s"] * 1000)
+    return config
+
+
 class Placed:
     """One placement's open session: its graph, the op to run and the run options."""
 
@@ -62,12 +77,7 @@ class Placed:
         from gplace import profiler as prof
         placed = placed_graph_def(graph_def, job["op_names"], job["tf_devices"], op_device)
         g, init = prof.import_with_initializer(placed)
-        config = prof.session_config(prof.ProfileConfig(inter_op_threads=job["threads"],
-                                                        intra_op_threads=job["threads"]))
-        if job["target"]:  # the servers own their thread pools (gplace.real.procs)
-            config.use_per_session_threads = False
-            config.isolate_session_state = True  # each open placement has its own variables
-        config.operation_timeout_in_ms = int(job["timeout_s"] * 1000)
+        config = session_config(job)
         self.options = tf.compat.v1.RunOptions(timeout_in_ms=int(job["timeout_s"] * 1000))
         self.op = g.get_operation_by_name(job["fetch"])
         self.session = tf.compat.v1.Session(target=job["target"], graph=g, config=config)

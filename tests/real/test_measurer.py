@@ -181,3 +181,20 @@ def test_the_runner_names_the_error_type_the_measurer_retries(monkeypatch, capsy
                        "error": "AbortedError: From /job:worker/replica:0/task:1: RecvTensor "
                                 "expects a different device incarnation"}
     assert missing["error_type"] == "KeyError"  # not retryable
+
+
+def test_a_cluster_of_devices_tensorflow_does_not_see_here_is_refused_at_once():
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.errors import ConfigError
+    from gplace.problem import PlacementProblem
+    from gplace.real.measurer import check_local_devices
+    graph = gplace.load_graph(tiny_step_graph(), name="tiny")
+    post = PlacementProblem.build(graph, load_cluster("post-4gpu"))
+    with pytest.raises(ConfigError, match=r"names devices TensorFlow does not see here: "
+                       r"gpu0 \(/job:localhost/replica:0/task:0/device:GPU:0\), gpu1 .*; "
+                       r"it sees CPU:0\. .*--cluster local-procs"):
+        check_local_devices(post, [("CPU", 0)])
+    check_local_devices(post, [("CPU", 0)] + [("GPU", i) for i in range(4)])  # a 4-GPU box
+    procs = PlacementProblem.build(graph, load_cluster("local-procs"))
+    check_local_devices(procs, [("CPU", 0)])  # server tasks: gplace starts them here
