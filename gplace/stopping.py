@@ -20,6 +20,7 @@ from contextlib import contextmanager
 
 _COMPILER = ("numba", "llvmlite")
 _requested: list[bool] = []  # one entry per active block: whether a stop was asked for in it
+_announce: list = []  # one per active block: prints its "stopping" line (given the wait)
 
 
 def requested() -> bool:
@@ -29,9 +30,11 @@ def requested() -> bool:
 
 
 def request() -> None:
-    """Asks the running search to stop, as a first Ctrl-C does (nothing outside a block)."""
-    if _requested and on_main_thread():
+    """Asks the running search to stop, as a first Ctrl-C does, saying so as it does (nothing
+    outside a block, nothing more once asked)."""
+    if _requested and on_main_thread() and not _requested[-1]:
         _requested[-1] = True
+        _announce[-1]("")
 
 
 def in_compiler(frame) -> bool:
@@ -69,16 +72,20 @@ def stop_on_interrupt(log="stderr", when: str = "",
             return
         _requested[-1] = True
         # the search starts, and then stops, once numba has compiled it
-        wait = "once the compiler finishes (first run only)" if in_compiler(frame) else when
+        announce("once the compiler finishes (first run only)" if in_compiler(frame) else when)
+
+    def announce(wait: str) -> None:
         if log is not None:
             print(f"\ngplace: stopping{' ' + wait if wait else ''}: {kept} "
                   "(Ctrl-C again to stop at once, keeping nothing)",
                   file=sys.stderr if log == "stderr" else log, flush=True)
 
     _requested.append(False)
+    _announce.append(announce)
     signal.signal(signal.SIGINT, on_sigint)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
         _requested.pop()
+        _announce.pop()

@@ -112,10 +112,12 @@ def test_off_the_main_thread_nothing_is_asked_to_stop():
     assert seen == [False]
 
 
-def test_a_solver_that_took_the_sigint_itself_stops_the_search():
-    with stop_on_interrupt(None):
+def test_a_solver_that_took_the_sigint_itself_stops_the_search_and_says_so(capsys):
+    with stop_on_interrupt(kept="its best so far"):
         stopping.request()
         assert stopping.requested()
+        stopping.request()  # asked already: no second line
+    assert capsys.readouterr().err.count("gplace: stopping: its best so far") == 1
     stopping.request()  # outside a block: nothing to stop
     assert not stopping.requested()
 
