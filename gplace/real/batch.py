@@ -49,8 +49,9 @@ class RealResult(NamedTuple):
         if not self.feasible:
             return f"infeasible: {self.reason}"
         note = "" if self.tight else ", not tight"
-        return (f"{self.step_time_s * 1e3:.2f} ms (interval {self.low_s * 1e3:.2f}-"
-                f"{self.high_s * 1e3:.2f} ms, {len(self.times_s)} steps{note})")
+        spread = (f"interval {self.low_s * 1e3:.2f}-{self.high_s * 1e3:.2f} ms"
+                  if np.isfinite(self.high_s) else "one visit: no interval")
+        return f"{self.step_time_s * 1e3:.2f} ms ({spread}, {len(self.times_s)} steps{note})"
 
 
 class Batch:

@@ -160,6 +160,7 @@ def test_a_ctrl_c_ends_the_batch_once_each_placement_was_timed(measurer, monkeyp
     assert runs(FakeChild.log) == [0, 1, 2]  # without the stop: 100 visits each
     assert result.feasible.all() and np.allclose(result.step_time_s, [1, 2, 3], rtol=0.01)
     assert not any(r.tight for r in m.last_results)
+    assert "(one visit: no interval, 3 steps, not tight)" in m.last_results[0].describe()
     assert any("cut short by Ctrl-C" in line for line in m.lines)
 
 
@@ -175,7 +176,7 @@ def test_a_lost_child_fails_its_placement_and_the_rest_reopen(measurer):
 
 
 def test_every_measured_placement_keeps_its_interval_and_the_child_is_reused(measurer):
-    m = measurer(min_steps=3, max_steps=3, steps_per_visit=3)
+    m = measurer(min_steps=6, max_steps=6, steps_per_visit=3)
     p = placements(m.problem.num_units)
     m.measure(p)
     m.measure(p[:1])
