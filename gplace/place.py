@@ -29,7 +29,7 @@ from gplace.problem import PlacementProblem
 from gplace.sim import lower_bound
 from gplace.stopping import stop_on_interrupt
 from gplace.summary import (BestHeuristic, PlaceSummary, half_caveat, import_note,
-                            kernel_warning, left_out_text, loop_caveat, shape_caveat,
+                            kernel_warning, left_out_text, loop_caveat, plural, shape_caveat,
                             summary_text)
 
 
@@ -288,22 +288,29 @@ def _say_drift(tuned: PlaceResult, log) -> None:
         f = np.asarray(drift)
         scaled = f[f != 1.0]
         moved = 1 / scaled - 1  # its time now over its recorded time
-        tail = (f"; in {len(scaled)} it moved beyond its interval ({moved.min():+.1%} to "
-                f"{moved.max():+.1%}) and their times were scaled to match" if len(scaled)
+        span = (f"{moved.min():+.1%}" if len(scaled) == 1 else
+                f"{moved.min():+.1%} to {moved.max():+.1%}" if len(scaled) else "")
+        tail = (f"; in {plural(len(scaled), 'batch', 'batches')} it moved beyond its "
+                f"interval ({span}) and their times were scaled to match" if len(scaled)
                 else "; it never moved beyond its interval, so nothing was scaled")
-        print(f"gplace real: the incumbent best was re-measured as a control in {len(f)} "
-              f"batches{tail}", file=log)
+        print(f"gplace real: the incumbent best was re-measured as a control in "
+              f"{plural(len(f), 'batch', 'batches')}{tail}", file=log)
 
 
 def _head_to_head(measurer, tuned: PlaceResult, heuristics: dict[str, PlaceResult]):
-    """--measure real: the fine-tuned placement and every feasible heuristic's, measured again
-    in one interleaved batch, so that all the reported times saw the same load. Placements
-    whose intervals overlap the fastest's are tied (gplace.measure.tied): among them the first
-    heuristic in CHEAP_ORDER is returned rather than a placement ahead by noise alone.
-    Returns (chosen PlaceResult, heuristics with these times, intervals, tied names)."""
+    """--measure real: the fine-tuned placement, the zero-shot one and every feasible
+    heuristic's, measured again in one interleaved batch, so that all the reported times saw
+    the same load. Placements whose intervals overlap the fastest's are tied
+    (gplace.measure.tied): among them the first heuristic in CHEAP_ORDER is returned rather
+    than a placement ahead by noise alone, then the search's best, then zero-shot's.
+    Returns (chosen PlaceResult, heuristics with these times, intervals, tied names); the
+    chosen result's info has the zero-shot placement's new time."""
     from gplace.measure import tied
     names = [n for n, r in heuristics.items() if r.feasible] + ["gnn"]
     placements = [heuristics[n].placement for n in names[:-1]] + [tuned.placement]
+    zero = tuned.info.get("zero_shot_placement")
+    if zero is not None:
+        names, placements = names + ["zero-shot"], placements + [np.asarray(zero, np.int64)]
     keys = list(dict.fromkeys(p.tobytes() for p in placements))  # distinct, first seen first
     row = {k: i for i, k in enumerate(keys)}
     m = measurer.measure(np.stack([np.frombuffer(k, np.int64) for k in keys]))
@@ -318,13 +325,16 @@ def _head_to_head(measurer, tuned: PlaceResult, heuristics: dict[str, PlaceResul
     for n, p in zip(names, placements):
         i = row[p.tobytes()]
         intervals[n] = (float(t[i]), float(m.low_s[i]), float(m.high_s[i]))
-        if n != "gnn":
+        if n in heuristics:
             out[n] = heuristics[n]._replace(step_time_s=float(t[i]), feasible=bool(m.feasible[i]))
     chosen_p = placements[names.index(pick)]
-    best = tuned._replace(placement=chosen_p, step_time_s=intervals[pick][0])
+    info = {**tuned.info, **({"zero_shot_step_time_s": intervals["zero-shot"][0]}
+                             if "zero-shot" in intervals else {})}
+    best = tuned._replace(placement=chosen_p, step_time_s=intervals[pick][0], info=info)
     intervals["chosen"] = intervals[pick]
-    ties = tuple(n for n, p in zip(names, placements)
-                 if n != pick and tied(m, row[p.tobytes()], row[chosen_p.tobytes()]))
+    ties = tuple(n for n, p in zip(names, placements)  # another placement, not the same one
+                 if row[p.tobytes()] != row[chosen_p.tobytes()]
+                 and tied(m, row[p.tobytes()], row[chosen_p.tobytes()]))
     return best, out, intervals, ties
 
 

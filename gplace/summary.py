@@ -189,8 +189,8 @@ def summary_text(s: PlaceSummary, files: list | None = None, intervals: dict | N
     intervals = intervals or {}
     best = s.best_heuristic
     bound = ("from the cost model" if s.measure == "sim" else
-             "from the cost model's profiled op times, not scaled to this machine: it bounds "
-             "simulated step times, not measured ones")
+             "from the cost model, not scaled to this machine: it bounds simulated step "
+             "times, not measured ones")
     tie = (f"; tied with {', '.join(ties)} (intervals overlap: not ranked)" if ties else "")
     lines = [
         f"{s.graph}: {s.ops:,} ops in {s.units:,} units; {s.cluster_choice}",
@@ -200,12 +200,14 @@ def summary_text(s: PlaceSummary, files: list | None = None, intervals: dict | N
         f"({s.step_times}); found by {s.chosen}{tie}",
         "single device    " + (
             f"{format_ms(s.single_device_s)}{_interval_text(intervals.get('single'))} "
-            f"({s.speedup_vs_single:.2f}x slower)" if math.isfinite(s.single_device_s or 0)
+            f"({_versus(s.speedup_vs_single)})" if math.isfinite(s.single_device_s or 0)
             else "does not fit in memory"),
         "best heuristic   " + (
             f"{best.name} {format_ms(best.step_time_s)}{_interval_text(intervals.get(best.name))}"
             if best.name else "none fits in memory"),
-        f"zero-shot        {format_ms(s.zero_shot_step_time_s)}",
+        f"zero-shot        {format_ms(s.zero_shot_step_time_s)}"
+        f"{_interval_text(intervals.get('zero-shot'))}"
+        + (" (measured again beside the heuristics)" if "zero-shot" in intervals else ""),
         *([f"fine-tuned best  {format_ms(intervals['gnn'][0])}{_interval_text(intervals['gnn'])} "
            "(measured again beside the heuristics)"] if "gnn" in intervals else []),
         f"lower bound      {format_ms(s.lower_bound_s)} ({bound})",
@@ -223,7 +225,21 @@ def _interval_text(entry) -> str:
     """' [90% interval 11.920-12.800]' from (step time, low, high) in seconds; '' without one."""
     if not entry:
         return ""
+    if not math.isfinite(entry[2]):
+        return " [one visit: no interval]"
     return f" [90% interval {entry[1] * 1e3:.3f}-{entry[2] * 1e3:.3f}]"
+
+
+def plural(n: int, one: str, many: str) -> str:
+    """'1 batch', '3 batches'."""
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _versus(ratio: float) -> str:
+    """'1.36x slower' for another placement's time over the step time; 'as fast' within 0.5%."""
+    if abs(ratio - 1) < 0.005:
+        return "as fast"
+    return f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"
 
 
 def format_ms(seconds: float | None) -> str:

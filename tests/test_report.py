@@ -160,6 +160,15 @@ def test_measured_step_times_say_what_is_simulated(result, sim):
     assert "No placement can beat" not in page
 
 
+def test_the_fine_tuned_row_shows_the_time_measured_beside_the_heuristics(result):
+    from gplace.report_page import placer_rows
+    rows = {r.placer: r.step_time_s for r in placer_rows(result)}
+    assert rows["gnn (fine-tuned)"] == 5 * MS  # the search's own figure
+    real = replace(result, intervals={"gnn": (5.4 * MS, 5.2 * MS, 5.6 * MS)})
+    rows = {r.placer: r.step_time_s for r in placer_rows(real)}
+    assert rows["gnn (fine-tuned)"] == 5.4 * MS  # the head-to-head's, not fine-tuning's
+
+
 def test_placement_record_leaves_out_the_wall_time(result):
     record = placement_record(result)
     assert "wall_s" not in record["summary"]

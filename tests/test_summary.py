@@ -44,6 +44,16 @@ def test_speedups():
     assert none_fits.as_dict()["best_heuristic"] == {"name": None, "step_time_s": None}
 
 
+def test_the_single_device_line_and_intervals_read_right_for_real_measurements():
+    from gplace.summary import summary_text
+    text = summary_text(summary(single_device_s=0.02, measure="real"), None, {
+        "chosen": (0.02, 0.019, 0.021), "zero-shot": (0.03, 0.029, float("inf"))})
+    assert "single device    20.000 ms (as fast)" in text  # not "(1.00x slower)"
+    assert "zero-shot        30.000 ms [one visit: no interval] (measured again" in text
+    assert "single device    50.000 ms (2.50x slower)" in summary_text(summary())
+    assert "(1.25x faster)" in summary_text(summary(single_device_s=0.016))
+
+
 def test_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         summary().step_time_s = 0.0

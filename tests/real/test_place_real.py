@@ -51,6 +51,18 @@ def test_a_clear_winner_is_returned():
     assert best.placement.tolist() == [1, 0] and ties == ()
 
 
+def test_zero_shot_is_measured_again_beside_the_rest_and_a_same_placement_is_no_tie():
+    heuristics = {"single": result("single", [0, 0], 1.0), "heft": result("heft", [0, 1], 1.0)}
+    tuned = result("gnn", [0, 0], 0.5)._replace(info={  # fine-tuning ended at single's
+        "zero_shot_placement": np.array([1, 0]), "zero_shot_step_time_s": 7.0})
+    m = FakeMeasurer({(0, 0): (8.0, 0.1), (0, 1): (9.0, 0.1), (1, 0): (8.05, 0.1)})
+    best, _, intervals, ties = _head_to_head(m, tuned, heuristics)
+    assert m.batches == [3]                         # the three distinct placements, once each
+    assert best.placement.tolist() == [0, 0] and ties == ("zero-shot",)  # not gnn: the same
+    assert intervals["zero-shot"][0] == 8.05 and best.info["zero_shot_step_time_s"] == 8.05
+    assert tuned.info["zero_shot_step_time_s"] == 7.0  # the search's record is kept
+
+
 def test_summary_text_and_json_carry_the_intervals():
     intervals = {"chosen": (0.020, 0.019, 0.0215), "single": (0.05, 0.049, 0.051),
                  "heft": (0.025, 0.024, 0.026), "gnn": (0.0199, 0.0185, 0.0210)}
@@ -70,7 +82,7 @@ def test_the_control_drift_line_counts_only_the_batches_it_scaled():
     from gplace.place import _say_drift
     out = io.StringIO()
     _say_drift(result("gnn", [0, 0], 1.0)._replace(info={"control_drift": [1.0, 1 / 1.1]}), out)
-    assert "control in 2 batches; in 1 it moved beyond its interval (+10.0% to +10.0%)" \
+    assert "control in 2 batches; in 1 batch it moved beyond its interval (+10.0%) and" \
         in out.getvalue()
     out = io.StringIO()
     _say_drift(result("gnn", [0, 0], 1.0)._replace(info={"control_drift": [1.0]}), out)
