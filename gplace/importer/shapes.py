@@ -110,10 +110,14 @@ def _registered(op_type: str) -> bool:
     return op_def_registry.get(op_type) is not None
 
 
+CONSTANTS = ("Const", "HostConst")
+
+
 def _prepare_for_inference(graph_def, unknown_dim: int):
-    """A copy with unknown placeholder dims fixed, unregistered ops made placeholders, and every
-    op off gplace.real.allowlist that TF could evaluate (its inputs all come from constants)
-    made a stand-in fed by placeholders: TF's shape inference and grappler evaluate small
+    """A copy with unknown placeholder dims fixed, unregistered ops and constants without a
+    value made placeholders, and every op off gplace.real.allowlist that TF could evaluate
+    (its inputs all come from constants) made a stand-in fed by placeholders: TF's shape
+    inference and grappler evaluate small
     constant subgraphs to learn shapes, and a ReadFile of a constant path feeding a Reshape
     would read that file here. The stand-ins keep each output's dtype and recorded shape (an
     IdentityN over one placeholder per output). Returns (the copy, the ops made placeholders,
@@ -136,8 +140,10 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
                         dim.size = unknown_dim
                 tensor_bytes(node.name, "placeholder", _dtype_name(node),
                              tuple(d.size for d in shape.dim), unknown_dim)
-        elif node.op not in library and not _registered(node.op):
-            replaced.append(node.name)
+        elif node.op not in library and not _registered(node.op) or (
+                node.op in CONSTANTS and "value" not in node.attr):
+            if node.op not in CONSTANTS:  # a constant without its value: grappler aborts the
+                replaced.append(node.name)  # process on one (a C++ check), TF's import refuses
             dtype = _recorded_dtype(node)
             node.op = "Placeholder"
             del node.input[:]

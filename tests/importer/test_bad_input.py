@@ -170,6 +170,20 @@ def test_unknown_op_type_imports_with_a_generic_cost(tmp_path):
     assert "unregistered" in " ".join(g.meta["import"]["notes"])
 
 
+def test_a_constant_without_its_value_imports_in_a_child_that_lives(tmp_path):
+    """Grappler's shape inference aborted the process (a C++ check failure) on a Const
+    without its value once TF's own import had refused the graph; run in a child process so
+    that an abort fails the test rather than the run."""
+    import subprocess
+    import sys
+    path = tmp_path / "no-value.pb"
+    path.write_bytes(graph_pb(("c", "Const", [], {"dtype": 1}), ("train", "NoOp", ["^c"], {})))
+    code = f"import gplace; print(gplace.load_graph({str(path)!r}).num_ops)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "2", out.stderr[-300:]
+
+
 def test_the_installed_command_prints_no_traceback(tmp_path):
     path = write(tmp_path, "random.pb", b"\xff" * 100)
     proc = subprocess.run([sys.executable, "-m", "gplace", "inspect", str(path)],
