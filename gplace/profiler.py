@@ -176,25 +176,62 @@ def import_with_initializer(graph_def):
     return g, init
 
 
+# DT_FLOAT, DOUBLE, INT32, UINT8, INT16, INT8, INT64, BOOL, BFLOAT16, UINT16, HALF, UINT32,
+# UINT64 (tensorflow/core/framework/types.proto): the inputs placeholder_feeds can make up
+FEEDABLE = frozenset({1, 2, 3, 4, 5, 6, 9, 10, 14, 17, 19, 22, 23})
+
+
+def unfeedable(graph_def) -> list[str]:
+    """'name (why)' of each Placeholder placeholder_feeds cannot fill: a dtype without numbers
+    (string, resource, variant) or a shape of unknown rank."""
+    out = []
+    for n in graph_def.node:
+        if n.op != "Placeholder":
+            continue
+        if n.attr["dtype"].type not in FEEDABLE:
+            out.append(f"{n.name} (dtype {n.attr['dtype'].type}: not a number)")
+        elif "shape" not in n.attr or n.attr["shape"].shape.unknown_rank:
+            out.append(f"{n.name} (no static rank)")
+    return out
+
+
+def placeholder_feeds(graph, unknown_dim: int = 1) -> dict:
+    """{placeholder tensor: value} for every Placeholder of the tf.Graph: the step's inputs
+    (a TF2 signature's arguments, a TF1 graph's feeds), made up like the variables' values
+    (values do not change op times): small random normals for floats, zeros otherwise (valid
+    ids and labels), each unknown dimension ``unknown_dim``, as the importer sizes it."""
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for op in graph.get_operations():
+        if op.type != "Placeholder":
+            continue
+        t = op.outputs[0]
+        shape = [unknown_dim if d is None else d for d in t.shape.as_list()]
+        kind = t.dtype.as_numpy_dtype
+        feeds[t] = ((0.02 * rng.standard_normal(shape)).astype(kind) if t.dtype.is_floating
+                    else np.zeros(shape, kind))
+    return feeds
+
+
 def profile_graph(graph_def, name: str, fetch: str = "step_loss",
                   cfg: ProfileConfig = ProfileConfig()) -> CostProfile:
     """Runs the step graph and returns its CostProfile (see the module docstring)."""
     import tensorflow as tf
-    with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names):
+    with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names, feeds):
         for _ in range(cfg.warmup_steps):
-            sess.run(target)
+            sess.run(target, feeds)
         steps, spans, traced_wall = [], [], []
         for _ in range(cfg.traced_steps):
             md = tf.compat.v1.RunMetadata()
             t0 = time.perf_counter()
-            sess.run(target, options=options, run_metadata=md)
+            sess.run(target, feeds, options=options, run_metadata=md)
             traced_wall.append(time.perf_counter() - t0)
             steps.append(step_op_stats(md.step_stats, graph_names))
             spans.append(step_span_s(md.step_stats))
         timed = []
         for _ in range(cfg.timed_steps):
             t0 = time.perf_counter()
-            sess.run(target)
+            sess.run(target, feeds)
             timed.append(time.perf_counter() - t0)
     names, times, out_bytes, temp_bytes, runs = aggregate(steps)
     step_time = float(np.median(spans))
@@ -227,21 +264,22 @@ def count_runs(graph_def, fetch: str = "step_loss", cfg: ProfileConfig = Profile
     op; ops that did not run are absent), after one untraced step. The counts, not the times,
     of :func:`profile_graph`, for a profile measured before it recorded them."""
     import tensorflow as tf
-    with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names):
-        sess.run(target)
+    with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names, feeds):
+        sess.run(target, feeds)
         md = tf.compat.v1.RunMetadata()
-        sess.run(target, options=options, run_metadata=md)
+        sess.run(target, feeds, options=options, run_metadata=md)
     return {n: s.runs for n, s in step_op_stats(md.step_stats, graph_names).items()}
 
 
 @contextmanager
 def _step_session(graph_def, fetch: str, cfg: ProfileConfig):
     """(session with every variable set, the fetched op, FULL_TRACE run options, the graph's
-    op names) for the step graph, in :func:`session_config`'s session."""
+    op names, the placeholders' values) for the step graph, in :func:`session_config`'s
+    session."""
     import tensorflow as tf
     g, init = import_with_initializer(graph_def)
     target = g.get_operation_by_name(fetch)
     options = tf.compat.v1.RunOptions(trace_level=tf.compat.v1.RunOptions.FULL_TRACE)
     with tf.compat.v1.Session(graph=g, config=session_config(cfg)) as sess:
         sess.run(init)
-        yield sess, target, options, {n.name for n in graph_def.node}
+        yield sess, target, options, {n.name for n in graph_def.node}, placeholder_feeds(g)

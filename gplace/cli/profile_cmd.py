@@ -63,15 +63,13 @@ def run(args) -> int:
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
     from gplace.opgraph_cache import load_graph
     from gplace.profiler import ProfileConfig, profile_graph
-    from gplace.real.measurer import step_op
-    from gplace.real.safety import check_safe
+    from gplace.real.measurer import runnable_step
     from gplace.report import source_graph_def
-    graph_def = source_graph_def(str(model))
-    check_safe(graph_def, args.allow_unsafe)
-    fetch = step_op(graph_def, args.loss, runner="gplace profile")
+    graph = load_graph(str(model))  # its name is what the cost model matches the profile by
+    graph_def, fetch = runnable_step(source_graph_def(str(model)), graph.names.tolist(),
+                                     args.allow_unsafe, args.loss, runner="gplace profile")
     for node in graph_def.node:  # measured on this CPU, wherever the graph was placed before
         node.device = ""
-    graph = load_graph(str(model))  # its name is what the cost model matches the profile by
     start = time.perf_counter()
     profile = _measure(lambda: profile_graph(graph_def, graph.meta["name"], fetch,
                                              ProfileConfig(traced_steps=args.steps,

@@ -214,3 +214,28 @@ def _reach(start: list[int], edges: list[list[int]]) -> np.ndarray:
                 seen[j] = True
                 stack.append(j)
     return seen
+
+
+def step_graph_def(graph_def, names):
+    """A copy of ``graph_def`` (functions inlined as the importer did) with only the nodes an
+    imported step holds, ``names`` (its OpGraph's ops: step_ops' closure, so every input is
+    there), and the library functions they may run: what running the step needs, without the
+    initializers, checkpoint ops and other signatures beside it."""
+    keep = set(names)
+    out = type(graph_def)()
+    out.versions.CopyFrom(graph_def.versions)
+    out.node.extend(n for n in graph_def.node if n.name in keep)
+    library = {f.signature.name: f for f in graph_def.library.function}
+    needed: set[str] = set()
+    stack = [f for n in out.node for f in called_functions(n, library)]
+    while stack:
+        name = stack.pop()
+        if name in needed or name not in library:
+            continue
+        needed.add(name)
+        stack += [f for n in library[name].node_def for f in called_functions(n, library)]
+    out.library.function.extend(f for f in graph_def.library.function
+                                if f.signature.name in needed)
+    out.library.gradient.extend(g for g in graph_def.library.gradient
+                                if g.function_name in needed)
+    return out

@@ -35,12 +35,13 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from gplace import stopping
 from gplace.errors import ConfigError
+from gplace.importer.step import step_graph_def
 from gplace.measure import Measurement
 from gplace.problem import PlacementProblem
 from gplace.real.batch import Batch, RealResult, failed_result
@@ -49,6 +50,7 @@ from gplace.real.load import LoadFigures, LoadProbe
 from gplace.real.procs import JOB, LocalProcs, RemoteTasks
 from gplace.real.protocol import ProtocolConfig
 from gplace.real.safety import check_safe
+from gplace.summary import plural
 
 
 @dataclass(frozen=True)
@@ -119,9 +121,9 @@ class RealMeasurer:
                  tasks: LocalProcs | RemoteTasks | None = None,
                  log: Callable[[str], None] | None = None):
         self.problem, self.config = problem, config or RealConfig()
-        self.graph_def = _read_graph_def(graph_def)
-        check_safe(self.graph_def, self.config.allow_unsafe)
-        self.fetch = step_op(self.graph_def, self.config.fetch)
+        self.graph_def, self.fetch = runnable_step(
+            _read_graph_def(graph_def), problem.graph.names.tolist(), self.config.allow_unsafe,
+            self.config.fetch)
         n = worker_tasks(problem)
         if any(f"/job:{JOB}" not in d.tf_device.lower() for d in problem.cluster.devices):
             from gplace.cluster import tf_devices
@@ -202,7 +204,7 @@ class RealMeasurer:
                 self.log(f"placement {b + 1}/{len(results)}: {results[b].describe()}")
         n_tight = sum(results[b].tight for b in todo)
         cut = ", cut short by Ctrl-C" if stopping.requested() else ""
-        self.log(f"{len(todo)} placements in {self.last_wall_s:.1f} s "
+        self.log(f"{plural(len(todo), 'placement', 'placements')} in {self.last_wall_s:.1f} s "
                  f"({self.last_wall_s / len(todo):.1f} s each, {n_tight} tight{cut}); "
                  f"{self.last_load.describe()}")
         if self.last_load.loaded:
@@ -279,6 +281,44 @@ class RealMeasurer:
 
 
 STEP_OP = "step_loss"  # what the corpus graphs name the op that ends a training step
+RESOURCE = 20  # DT_RESOURCE in tensorflow/core/framework/types.proto
+
+
+def runnable_step(graph_def, op_names: list[str], allow_unsafe: bool = False,
+                  fetch: str | None = None, runner: str = "--measure real") -> tuple[Any, str]:
+    """(GraphDef, step op): the step as it runs for real, ``graph_def`` (functions inlined,
+    gplace.report.source_graph_def) cut to the imported step's ops ``op_names`` (no
+    initializers, checkpoint ops or other signatures: gplace.importer.step), and the op a
+    step runs (step_op). UnsafeOpError or ConfigError, before anything runs, for a step
+    with ops off the allowlist (check_safe), one that cannot run (check_runnable), or one
+    without a clear end."""
+    step = step_graph_def(graph_def, op_names)
+    check_safe(step, allow_unsafe)
+    check_runnable(step, op_names, runner)
+    return step, step_op(step, fetch, runner)
+
+
+def check_runnable(graph_def, op_names: list[str], runner: str = "--measure real") -> None:
+    """ConfigError unless TensorFlow can run ``graph_def`` with each placed op's device set on
+    its node: every op placed must be a node of it (ops inside a function are not: their
+    devices could not be set), no variable may be a placeholder (a tf.function's graph
+    captures its variables as resource inputs, which nothing here can feed), and every other
+    input must be one gplace.profiler.placeholder_feeds can make up."""
+    from gplace.profiler import unfeedable
+    nodes = {n.name for n in graph_def.node}
+    inner = [n for n in op_names if n not in nodes]
+    captured = [n.name for n in graph_def.node if n.op == "Placeholder"
+                and n.attr["dtype"].type == RESOURCE]
+    fed = unfeedable(graph_def)
+    if not inner and not captured and not fed:
+        return
+    why = (f"{len(inner):,} of its {len(op_names):,} ops run inside TF2 functions "
+           f"(e.g. {inner[0]!r}), whose devices a placement cannot set on the graph" if inner
+           else f"its variables are captured as resource placeholders (e.g. {captured[0]!r}), "
+                "which nothing feeds: save the step as a SavedModel instead" if captured
+           else f"it has inputs no made-up value can fill: {', '.join(fed[:3])}")
+    raise ConfigError(f"{runner} runs the graph as TensorFlow 1 does, and {why}; or use the "
+                      "simulator")
 
 
 def step_op(graph_def, name: str | None = None, runner: str = "--measure real") -> str:

@@ -81,10 +81,12 @@ class Placed:
         self.options = tf.compat.v1.RunOptions(timeout_in_ms=int(job["timeout_s"] * 1000))
         self.op = g.get_operation_by_name(job["fetch"])
         self.session = tf.compat.v1.Session(target=job["target"], graph=g, config=config)
+        self.feeds = prof.placeholder_feeds(g)  # the step's inputs, made up as variables are
         try:
             self.session.run(init, options=self.options)
             out = self.op.outputs[0] if self.op.outputs else None
-            loss = self.session.run(out, options=self.options) if out is not None else None
+            loss = (self.session.run(out, self.feeds, options=self.options) if out is not None
+                    else None)
         except BaseException:
             self.session.close()
             raise
@@ -92,11 +94,11 @@ class Placed:
 
     def run(self, warmup: int, steps: int) -> list[float]:
         for _ in range(warmup):
-            self.session.run(self.op, options=self.options)
+            self.session.run(self.op, self.feeds, options=self.options)
         times = []
         for _ in range(steps):
             t0 = time.perf_counter()
-            self.session.run(self.op, options=self.options)
+            self.session.run(self.op, self.feeds, options=self.options)
             times.append(time.perf_counter() - t0)
         return times
 

@@ -198,3 +198,30 @@ def test_a_cluster_of_devices_tensorflow_does_not_see_here_is_refused_at_once():
     check_local_devices(post, [("CPU", 0)] + [("GPU", i) for i in range(4)])  # a 4-GPU box
     procs = PlacementProblem.build(graph, load_cluster("local-procs"))
     check_local_devices(procs, [("CPU", 0)])  # server tasks: gplace starts them here
+
+
+def test_a_tf2_saved_model_runs_its_signature_and_a_functions_graph_is_refused(tf2_step,
+                                                                               tmp_path):
+    """A SavedModel runs the step the import kept (its train signature, inlined, its input
+    made up; not its checkpoint functions); a tf.function's GraphDef captures its variables as
+    resource placeholders, which nothing can feed: refused before anything runs."""
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.errors import ConfigError
+    from gplace.problem import PlacementProblem
+    from gplace.real.measurer import RealConfig, RealMeasurer, check_runnable
+    from gplace.report import source_graph_def
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    graph_def = tf2_step.train.get_concrete_function().graph.as_graph_def(add_shapes=True)
+    with pytest.raises(ConfigError, match="variables are captured as resource placeholders"):
+        check_runnable(graph_def, [n.name for n in graph_def.node])
+    tf.saved_model.save(tf2_step, str(tmp_path / "sm"),
+                        signatures={"train": tf2_step.train.get_concrete_function()})
+    problem = PlacementProblem.build(gplace.load_graph(tmp_path / "sm"), load_cluster("local"))
+    with RealMeasurer(problem, source_graph_def(tmp_path / "sm"),
+                      RealConfig(protocol=fixed_steps(2, warmup=0))) as m:
+        assert not {"SaveV2", "RestoreV2"} & {n.op for n in m.graph_def.node}
+        result = m.measure(np.zeros((1, problem.num_units), np.int64))
+    assert result.feasible[0], m.last_reasons
+    assert m.last_results[0].loss > 0  # the step ran on a made-up batch

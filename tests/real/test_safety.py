@@ -111,12 +111,16 @@ def test_dangerous_graph_is_refused_before_any_process_starts():
     from gplace.real.measurer import RealMeasurer
     from tests.real.conftest import tiny_step_graph
     clean = tiny_step_graph()
-    problem = PlacementProblem.build(gplace.load_graph(clean, name="tiny"),
-                                     load_cluster("local-procs"))
     hostile = type(clean)()
     hostile.CopyFrom(clean)
     hostile.node.add(name="exfiltrate", op="ExperimentalDatasetToTFRecord")
+    problem = PlacementProblem.build(gplace.load_graph(hostile, name="tiny"),
+                                     load_cluster("local-procs"))
     before = child_pids()
     with pytest.raises(UnsafeOpError, match="'exfiltrate' of type ExperimentalDatasetToTFRecord"):
         RealMeasurer(problem, hostile)
     assert child_pids() == before
+    clean_problem = PlacementProblem.build(gplace.load_graph(clean, name="tiny"),
+                                           load_cluster("local-procs"))
+    assert "exfiltrate" not in {n.name for n in RealMeasurer(clean_problem, hostile).graph_def.node}
+    assert child_pids() == before  # what runs is the step placed: a node beside it never does
