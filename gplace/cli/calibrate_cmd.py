@@ -157,6 +157,7 @@ def run(args) -> int:
     sources = [GraphSource(*g) for g in graphs]
     from gplace.real.protocol import ProtocolConfig
     protocol = ProtocolConfig(rel_width=args.rel_width / 100, max_steps=args.max_steps,
+                              min_timed_s=0.0,  # --max-steps caps every placement's steps
                               max_s_per_placement=args.cap, sessions=args.sessions)
     config = CalibrateConfig(placements=args.placements, max_units=args.units,
                              step_overhead=not args.no_overhead,

@@ -20,7 +20,7 @@ import numpy as np
 from gplace import stopping
 from gplace.cluster import interchangeable, mirror
 from gplace.real.load import LoadProbe
-from gplace.real.protocol import estimate, interval, tight, visit_order
+from gplace.real.protocol import estimate, interval, step_limit, tight, visit_order
 
 # TF errors that say "try again", not "this placement cannot run": TF's MonitoredSession
 # closes and recreates its session on exactly these (its _PREEMPTION_ERRORS). Aborted: the
@@ -82,8 +82,8 @@ class Batch:
         self.retried = {sid: 0 for ids in self.ids for sid in ids}  # reopens per session
 
     def run(self) -> list[RealResult]:
-        """One visit of each placement at least; then rounds until each is tight or at
-        max_steps, the time cap passes, or a Ctrl-C asks the search to stop
+        """One visit of each placement at least; then rounds until each is tight or at its
+        step limit (protocol.step_limit), the time cap passes, or a Ctrl-C asks the search to stop
         (gplace.stopping): the placements then keep the steps timed so far."""
         cfg, n = self.cfg, len(self.op_device)
         cap = time.monotonic() + cfg.max_s_per_placement * n
@@ -94,11 +94,12 @@ class Batch:
             active, r = [i for i in range(n) if not self.failed[i]], 0
             while active and (r == 0 or more()):
                 for i in visit_order(active, r):
-                    k = min(cfg.steps_per_visit, cfg.max_steps - len(self.times[i]))
+                    k = min(cfg.steps_per_visit, step_limit(self.times[i], cfg)
+                            - len(self.times[i]))
                     if not self.failed[i] and (r == 0 or more()):
                         self._visit(i, k)
                 active = [i for i in active if not self.failed[i] and not tight(
-                    self.times[i], cfg) and len(self.times[i]) < cfg.max_steps]
+                    self.times[i], cfg) and len(self.times[i]) < step_limit(self.times[i], cfg)]
                 r += 1
         finally:
             self._close_all()

@@ -10,8 +10,9 @@ C B A, ...), so drift and bursts of other work hit all of them alike (Chen & Rev
 benchmarking in noisy environments", 2016). Each visit runs ``warmup_per_visit`` untimed steps
 (the first step after switching placements runs on cold caches) and ``steps_per_visit`` timed
 ones. After ``min_steps`` a placement leaves the rotation once its interval is tight
-(half-width <= ``rel_width`` of the estimate); the rest go on until ``max_steps`` or until the
-batch's time cap (``max_s_per_placement`` x placements).
+(half-width <= ``rel_width`` of the estimate); the rest go on until ``max_steps`` (or more
+steps where those take less than ``min_timed_s``: fast steps are noisy) or until the batch's
+time cap (``max_s_per_placement`` x placements).
 
 Sessions: each placement is opened in ``sessions`` sessions and its visits take them in turn;
 session s runs the placement's s-th mirror (:func:`gplace.cluster.mirror`: every device moved
@@ -46,6 +47,8 @@ class ProtocolConfig:
     min_steps: int = 15          # timed steps before the first stopping check: 5 visits (a
                                  # bootstrap over 3 visits has 10 distinct resamples: too few)
     max_steps: int = 45          # per placement: the interval of a very noisy one stays wide
+    min_timed_s: float = 1.0     # unless fewer steps fill this much time: a 1 ms step's 45
+                                 # took 0.05 s, its interval +-14% where +-3% is asked for
     max_s_per_placement: float = 30.0  # time cap of a batch: this x its placements, seconds
     resamples: int = 1000        # bootstrap resamples of the interval
     sessions: int = 2            # sessions per placement, visited in turn; session s runs the
@@ -99,6 +102,15 @@ def interval(times, cfg: ProtocolConfig = ProtocolConfig()) -> tuple[float, floa
     # estimate (with 5 visits the interval widens by 12%)
     est, widen = float(trimmed_mean(t, cfg.trim)), np.sqrt(visits / (visits - 1))
     return float(min(est, est - widen * (est - lo))), float(max(est, est + widen * (hi - est)))
+
+
+def step_limit(times, cfg: ProtocolConfig = ProtocolConfig()) -> int:
+    """Timed steps a placement may take: ``max_steps``, or as many as fill ``min_timed_s`` at
+    its estimate so far, if more."""
+    est = estimate(times, cfg)
+    if not times or not est > 0 or cfg.min_timed_s <= 0:
+        return cfg.max_steps
+    return max(cfg.max_steps, int(np.ceil(cfg.min_timed_s / est)))
 
 
 def tight(times, cfg: ProtocolConfig = ProtocolConfig()) -> bool:

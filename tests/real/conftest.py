@@ -48,7 +48,7 @@ def fixed_steps(steps: int, warmup: int = 1, per_visit: int = 3):
     """A protocol that times exactly ``steps`` steps per placement (no early stop, no cap)."""
     from gplace.real.protocol import ProtocolConfig
     return ProtocolConfig(steps_per_visit=min(per_visit, steps), warmup_per_visit=warmup,
-                          min_steps=steps, max_steps=steps, rel_width=0.0,
+                          min_steps=steps, max_steps=steps, min_timed_s=0.0, rel_width=0.0,
                           max_s_per_placement=1e6)
 
 

@@ -96,3 +96,12 @@ def test_load_figures():
     busy = LoadFigures(2, 3.1, 0.4, 0.0, 10.0)
     assert busy.loaded and "other processes 40% of 2 cores" in busy.warning()
     assert not LoadFigures(2, 0.5, 0.02, 0.0, 10.0).loaded
+
+
+def test_fast_steps_may_take_more_than_max_steps_to_fill_the_minimum_time():
+    from gplace.real.protocol import step_limit
+    cfg = ProtocolConfig(max_steps=45, min_timed_s=1.0)
+    assert step_limit([], cfg) == 45
+    assert step_limit([0.1] * 15, cfg) == 45           # 45 steps take 4.5 s
+    assert step_limit([0.001] * 15, cfg) == 1000       # 45 would take 0.045 s
+    assert step_limit([0.001] * 15, ProtocolConfig(max_steps=45, min_timed_s=0.0)) == 45
