@@ -28,6 +28,6 @@ def tf_error_message(text: str) -> str:
         if line.startswith("From /job:") and line.endswith(":") and k + 1 < len(lines):
             return f"{line} {lines[k + 1]}"[:300]  # a remote task's error: its message follows
         if not line.startswith(("Graph execution error", "Detected at node", "File ",
-                                "Traceback", "Node: ")):
-            return line[:300]
+                                "Traceback", "Node: ")) and any(c.isalnum() for c in line):
+            return line[:300]  # (not a "=====" banner line)
     return lines[0][:300] if lines else ""

@@ -137,10 +137,12 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
         graph = load_graph(model, **import_options)
     chosen, why = choose_cluster(cluster, measure)
     if chosen.num_devices < 2:
+        here = "; here, local-procs: TF processes on this machine's cores" \
+            if measure == "real" else ""
         raise ConfigError(f"cluster {chosen.name} has one device, so every placement puts "
                           "every op on it: there is nothing to place (a cluster YAML or "
                           "preset with two or more devices: gplace clusters, or "
-                          "gplace.cluster.preset_names())")
+                          f"gplace.cluster.preset_names(){here})")
     chosen = with_memory_limit(chosen, memory_limit)
     placer = make_placer(checkpoint, seed, finetune, measure, polish, screen)
     # One problem at full granularity (colocation groups) for the policy and the heuristics;

@@ -16,3 +16,10 @@ def test_the_reason_not_the_header_or_the_node_line():
     assert tf_error_message("Graph execution error:\n\nDetected at node 'x' defined at:\n"
                             "  File \"<stdin>\", line 5\nNode: 'x'\nYou must feed a value for "
                             "placeholder tensor 'x'") == "You must feed a value for placeholder tensor 'x'"
+
+
+def test_a_banner_line_is_not_the_reason():
+    text = ("==================================================================\n"
+            "You must feed a value for placeholder tensor 'r' with dtype resource\n=====")
+    assert tf_error_message(text) == ("You must feed a value for placeholder tensor 'r' with "
+                                      "dtype resource")

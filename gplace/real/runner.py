@@ -137,7 +137,7 @@ def serve(tf, graph_def, job: dict, placements, commands) -> None:
             except tf.errors.OpError as e:
                 record = _error(e, tf_error_message(e.message))
             except Exception as e:  # noqa: BLE001 - reported to the parent, not swallowed
-                record = _error(e, _first_line(str(e)))
+                record = _error(e, tf_error_message(str(e)))
             print(json.dumps({"i": i, **record}), flush=True)
     finally:
         for placed in open_.values():
@@ -169,11 +169,6 @@ def _error(e: BaseException, message: str) -> dict:
     """A failed command's reply; the parent decides by ``error_type`` whether to retry."""
     kind = type(e).__name__
     return {"ok": False, "error": f"{kind}: {message}", "error_type": kind}
-
-
-def _first_line(text: str) -> str:
-    lines = [l for l in str(text).strip().splitlines() if l.strip()]
-    return lines[0][:300] if lines else ""
 
 
 if __name__ == "__main__":
