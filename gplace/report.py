@@ -107,10 +107,14 @@ def _make_dirs(path: Path) -> list[Path]:
 def placement_record(result) -> dict:
     """placement.json: the summary without its wall time (the file is byte-reproducible for a
     seed; the wall time is printed and in report.html), the cluster as placed on (memory
-    limits applied: `gplace simulate --placement` simulates on it), and op name -> TF device."""
+    limits applied: `gplace simulate --placement` simulates on it), op name -> TF device, and
+    with --measure real the final batch's intervals and ties, as --json prints them."""
     summary = {k: v for k, v in result.summary.as_dict().items() if k != "wall_s"}
     record = {"summary": summary, "cluster": result.problem.cluster.summary(),
               "placement": result.op_devices}
+    if result.intervals:  # --measure real: (step time, low, high) by placer, and the ties
+        record.update(intervals_s={k: list(v) for k, v in result.intervals.items()},
+                      ties=list(result.ties))
     signature = result.graph.meta.get("import", {}).get("signature")
     if signature:  # the SavedModel signature placed: `gplace simulate --placement` takes it
         record["signature"] = signature

@@ -172,6 +172,11 @@ def test_the_fine_tuned_row_shows_the_time_measured_beside_the_heuristics(result
 def test_placement_record_leaves_out_the_wall_time(result):
     record = placement_record(result)
     assert "wall_s" not in record["summary"]
+    assert "intervals_s" not in record  # simulated: no intervals
+    real = replace(result, intervals={"chosen": (5.0, 4.9, 5.1), "gnn": (5.0, 4.9, 5.1)},
+                   ties=("heft",))
+    assert placement_record(real)["intervals_s"]["chosen"] == [5.0, 4.9, 5.1]
+    assert placement_record(real)["ties"] == ["heft"]
     assert record["summary"]["best_heuristic"] == {"name": "heft", "step_time_s": 6 * MS}
     assert record["placement"]["b/z"] == "/device:X:d1"
 

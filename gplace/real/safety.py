@@ -16,8 +16,13 @@ the allowlist, so that whichever TF resolves, the function or the op, is known t
 
 from __future__ import annotations
 
+import re
+
 from gplace.errors import GplaceError
 from gplace.real.allowlist import ALLOWED_OPS
+
+# op types whose names say what they touch: the refusal names one of them first
+_TELLING = re.compile(r"File|Save|Restore|Write|Read|Py|Rpc|Http|Print|Summary|Record|Snapshot")
 
 
 class UnsafeOpError(GplaceError):
@@ -47,10 +52,11 @@ def unsafe_ops(graph_def) -> list[tuple[str, str]]:
 
 
 def check_safe(graph_def, allow_unsafe: bool = False) -> None:
-    """Raises UnsafeOpError naming the first op off the allowlist unless ``allow_unsafe``."""
+    """Raises UnsafeOpError naming an op off the allowlist (one whose type says what it touches,
+    if any) unless ``allow_unsafe``."""
     found = unsafe_ops(graph_def)
     if found and not allow_unsafe:
-        name, op = found[0]
+        name, op = min(found, key=lambda f: not _TELLING.search(f[1]))  # a writer before AsString
         types = ", ".join(sorted({t for _, t in found}))
         more = f"; {len(found)} such ops in all, of types {types}" if len(found) > 1 else ""
         shadow = (f" (the library function {op} does not count: it shares its name with "

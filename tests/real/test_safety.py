@@ -38,6 +38,8 @@ def test_refuses_ops_off_the_list_naming_them():
                                             r"types PyFunc, ReadFile;.*--allow-unsafe"):
         check_safe(gd)
     assert unsafe_ops(gd) == [("n1", "ReadFile"), ("n2", "PyFunc")]
+    with pytest.raises(UnsafeOpError, match=r"'n2' of type WriteFile "):  # not n1, AsString
+        check_safe(graph_with("Const", "AsString", "WriteFile"))
 
 
 @pytest.mark.parametrize("op", DANGEROUS)
