@@ -58,6 +58,7 @@ from gplace.problem import CoarsenConfig, PlacementProblem
 from gplace.profile import CostProfile
 from gplace.real.links import LinkBenchConfig, LinkFit, StepOverhead
 from gplace.real.measurer import RealConfig
+from gplace.real.protocol import ProtocolConfig
 
 HEURISTICS = ("heft", "m-etf", "m-topo", "m-sct", "chunks", "expert")
 
@@ -83,7 +84,8 @@ class CalibrateConfig:
     transfer_cpu_at: str = "receiver"
     scale_to_wall: bool = True    # scale op times so they sum to the profile's untraced step
                                   # wall time (executor gaps, descheduling on a shared core)
-    real: RealConfig = field(default_factory=RealConfig)
+    real: RealConfig = field(default_factory=lambda: RealConfig(  # max_steps caps each
+        protocol=ProtocolConfig(min_timed_s=0.0)))                # placement's steps here
     link: LinkBenchConfig = field(default_factory=LinkBenchConfig)
     repeats: int = 2              # independent protocol runs of each graph's placements: the
                                   # simulator is scored against their pooled steps, and the

@@ -36,10 +36,15 @@ def overlap(a: tuple[float, float] | None, b: tuple[float, float] | None) -> boo
 
 def tied(m: Measurement, i: int, j: int) -> bool:
     """Are placements i and j of ``m`` tied: their intervals overlap? Without intervals (the
-    simulator, deterministic) only equal step times are."""
+    simulator, deterministic) only equal step times are; a placement timed in one visit
+    (interval (low, inf): too few visits to bound it) counts as its step time alone."""
     if m.low_s is None or m.high_s is None:
         return bool(m.step_time_s[i] == m.step_time_s[j])
-    return overlap((m.low_s[i], m.high_s[i]), (m.low_s[j], m.high_s[j]))
+
+    def span(k: int) -> tuple[float, float]:
+        bounded = np.isfinite(m.high_s[k])
+        return (m.low_s[k], m.high_s[k]) if bounded else (m.step_time_s[k],) * 2
+    return overlap(span(i), span(j))
 
 
 class Measurer(Protocol):

@@ -179,14 +179,15 @@ def import_with_initializer(graph_def):
 # DT_FLOAT, DOUBLE, INT32, UINT8, INT16, INT8, INT64, BOOL, BFLOAT16, UINT16, HALF, UINT32,
 # UINT64 (tensorflow/core/framework/types.proto): the inputs placeholder_feeds can make up
 FEEDABLE = frozenset({1, 2, 3, 4, 5, 6, 9, 10, 14, 17, 19, 22, 23})
+PLACEHOLDERS = ("Placeholder", "PlaceholderV2")  # a PlaceholderWithDefault needs no value
 
 
 def unfeedable(graph_def) -> list[str]:
-    """'name (why)' of each Placeholder placeholder_feeds cannot fill: a dtype without numbers
+    """'name (why)' of each placeholder placeholder_feeds cannot fill: a dtype without numbers
     (string, resource, variant) or a shape of unknown rank."""
     out = []
     for n in graph_def.node:
-        if n.op != "Placeholder":
+        if n.op not in PLACEHOLDERS:
             continue
         if n.attr["dtype"].type not in FEEDABLE:
             out.append(f"{n.name} (dtype {n.attr['dtype'].type}: not a number)")
@@ -196,14 +197,16 @@ def unfeedable(graph_def) -> list[str]:
 
 
 def placeholder_feeds(graph, unknown_dim: int = 1) -> dict:
-    """{placeholder tensor: value} for every Placeholder of the tf.Graph: the step's inputs
-    (a TF2 signature's arguments, a TF1 graph's feeds), made up like the variables' values
-    (values do not change op times): small random normals for floats, zeros otherwise (valid
-    ids and labels), each unknown dimension ``unknown_dim``, as the importer sizes it."""
+    """{placeholder tensor: value} for every placeholder of the tf.Graph without a default:
+    the step's inputs (a TF2 signature's arguments, a TF1 graph's feeds), made up like the
+    variables' values: small random normals for floats, zeros otherwise (valid ids and
+    labels), each unknown dimension ``unknown_dim``, as the importer sizes it. Values do not
+    change most ops' times; a step whose work depends on them (a loop bound or a size fed as
+    an input) runs with these."""
     rng = np.random.default_rng(0)
     feeds = {}
     for op in graph.get_operations():
-        if op.type != "Placeholder":
+        if op.type not in PLACEHOLDERS:
             continue
         t = op.outputs[0]
         shape = [unknown_dim if d is None else d for d in t.shape.as_list()]

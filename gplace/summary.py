@@ -225,6 +225,8 @@ def _interval_text(entry) -> str:
     """' [90% interval 11.920-12.800]' from (step time, low, high) in seconds; '' without one."""
     if not entry:
         return ""
+    if not math.isfinite(entry[0]):
+        return " (failed when measured again)"
     if not math.isfinite(entry[2]):
         return " [one visit: no interval]"
     return f" [90% interval {entry[1] * 1e3:.3f}-{entry[2] * 1e3:.3f}]"
@@ -237,6 +239,8 @@ def plural(n: int, one: str, many: str) -> str:
 
 def _versus(ratio: float) -> str:
     """'1.36x slower' for another placement's time over the step time; 'as fast' within 0.5%."""
+    if not math.isfinite(ratio) or ratio <= 0:
+        return "no ratio: the step time is not a time"
     if abs(ratio - 1) < 0.005:
         return "as fast"
     return f"{ratio:.2f}x slower" if ratio > 1 else f"{1 / ratio:.2f}x faster"

@@ -52,6 +52,9 @@ def test_the_single_device_line_and_intervals_read_right_for_real_measurements()
     assert "zero-shot        30.000 ms [one visit: no interval] (measured again" in text
     assert "single device    50.000 ms (2.50x slower)" in summary_text(summary())
     assert "(1.25x faster)" in summary_text(summary(single_device_s=0.016))
+    failed = summary_text(summary(measure="real"), None, {"gnn": (float("inf"),) + (
+        float("nan"),) * 2})
+    assert "fine-tuned best  - (failed when measured again)" in failed
 
 
 def test_frozen():

@@ -52,7 +52,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "effects (files, Python, network; see gplace/real/allowlist.py)")
     p.add_argument("--loss", default=None, metavar="NAME",
                    help="with --measure real: the op that ends a training step, run each step "
-                        "(default: step_loss, or else the one op nothing consumes)")
+                        "(default: step_loss, or else the one op nothing in the imported step "
+                        "consumes)")
     p.add_argument("--optimal", type=_seconds, default=None, metavar="SECONDS",
                    help="then run the exact placer (CP-SAT, small problems) for up to SECONDS "
                         "and print its proven lower bound; its placement is kept when faster "

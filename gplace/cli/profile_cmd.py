@@ -36,7 +36,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="traced steps; each op's time is its median over them (default 5)")
     p.add_argument("--loss", default=None, metavar="NAME",
                    help="the op that ends a training step (default: step_loss, or else the one "
-                        "op nothing consumes)")
+                        "op nothing in the imported step consumes)")
     p.add_argument("--allow-unsafe", action="store_true",
                    help="run ops off gplace's list of ops without side effects (files, Python, "
                         "network; see gplace/real/allowlist.py)")

@@ -226,16 +226,18 @@ def step_graph_def(graph_def, names):
     out.versions.CopyFrom(graph_def.versions)
     out.node.extend(n for n in graph_def.node if n.name in keep)
     library = {f.signature.name: f for f in graph_def.library.function}
+    gradient = {g.function_name: g.gradient_func for g in graph_def.library.gradient}
     needed: set[str] = set()
     stack = [f for n in out.node for f in called_functions(n, library)]
-    while stack:
-        name = stack.pop()
+    while stack:  # what the kept nodes call, what that calls, and their gradients (TF's
+        name = stack.pop()  # import wants a gradient entry's function in the library)
         if name in needed or name not in library:
             continue
         needed.add(name)
         stack += [f for n in library[name].node_def for f in called_functions(n, library)]
+        stack += [gradient[name]] if name in gradient else []
     out.library.function.extend(f for f in graph_def.library.function
                                 if f.signature.name in needed)
     out.library.gradient.extend(g for g in graph_def.library.gradient
-                                if g.function_name in needed)
+                                if g.function_name in needed and g.gradient_func in needed)
     return out

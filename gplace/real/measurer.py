@@ -122,8 +122,7 @@ class RealMeasurer:
                  log: Callable[[str], None] | None = None):
         self.problem, self.config = problem, config or RealConfig()
         self.graph_def, self.fetch = runnable_step(
-            _read_graph_def(graph_def), problem.graph.names.tolist(), self.config.allow_unsafe,
-            self.config.fetch)
+            graph_def, problem.graph.names.tolist(), self.config.allow_unsafe, self.config.fetch)
         n = worker_tasks(problem)
         if any(f"/job:{JOB}" not in d.tf_device.lower() for d in problem.cluster.devices):
             from gplace.cluster import tf_devices
@@ -286,13 +285,13 @@ RESOURCE = 20  # DT_RESOURCE in tensorflow/core/framework/types.proto
 
 def runnable_step(graph_def, op_names: list[str], allow_unsafe: bool = False,
                   fetch: str | None = None, runner: str = "--measure real") -> tuple[Any, str]:
-    """(GraphDef, step op): the step as it runs for real, ``graph_def`` (functions inlined,
-    gplace.report.source_graph_def) cut to the imported step's ops ``op_names`` (no
-    initializers, checkpoint ops or other signatures: gplace.importer.step), and the op a
-    step runs (step_op). UnsafeOpError or ConfigError, before anything runs, for a step
+    """(GraphDef, step op): the step as it runs for real, ``graph_def`` (or a graph file's;
+    functions inlined as gplace.report.source_graph_def does) cut to the imported step's ops
+    ``op_names`` (no initializers, checkpoint ops or other signatures: gplace.importer.step),
+    and the op a step runs (step_op). UnsafeOpError or ConfigError, before anything runs, for a step
     with ops off the allowlist (check_safe), one that cannot run (check_runnable), or one
     without a clear end."""
-    step = step_graph_def(graph_def, op_names)
+    step = step_graph_def(_read_graph_def(graph_def), op_names)
     check_safe(step, allow_unsafe)
     check_runnable(step, op_names, runner)
     return step, step_op(step, fetch, runner)
@@ -344,9 +343,13 @@ def step_op(graph_def, name: str | None = None, runner: str = "--measure real") 
 
 
 def _read_graph_def(source):
-    """A GraphDef from a GraphDef or a path to a binary / text GraphDef."""
-    if hasattr(source, "node"):
-        return source
+    """A GraphDef from a GraphDef or a path to a graph file (a SavedModel too), its function
+    calls inlined as the importer inlines them, so that its nodes are the OpGraph's ops."""
+    from gplace.importer import functions
     from gplace.importer.reader import read_graph_def
-    graph_def, _ = read_graph_def(Path(source))
-    return graph_def
+    if source is None:
+        raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
+                          "tf.Graph), not an OpGraph")
+    graph_def = source if hasattr(source, "node") else read_graph_def(Path(source))[0]
+    return functions.inline_functions(graph_def)[0] if graph_def.library.function \
+        else graph_def

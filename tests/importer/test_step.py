@@ -232,3 +232,40 @@ def test_a_signature_whose_outputs_are_not_in_the_graph_is_named(tmp_path, tf2_s
     outputs["train"] = []
     with pytest.raises(gplace.GraphError, match="signature 'train' returns no tensor"):
         choose_signature(nodes, [], [], index, {}, outputs, "train")
+
+
+def test_the_step_graph_keeps_what_its_ops_call_and_their_gradients_and_nothing_else():
+    """step_graph_def: a kept While keeps its cond and body, and a gradient entry of the body
+    keeps its gradient function (TF's import refuses a library missing it); an initializer
+    beside the step goes."""
+    import gplace
+    from gplace.importer.step import step_graph_def
+    from gplace.tfimport import tensorflow
+    from tensorflow.python.ops import control_flow_util
+    tf = tensorflow()
+    g, v2 = tf.Graph(), control_flow_util.ENABLE_CONTROL_FLOW_V2
+    control_flow_util.ENABLE_CONTROL_FLOW_V2 = True  # a functional While (other tests may
+    try:                                              # have turned TF1 loops on)
+        with g.as_default():
+            x = tf.constant([1.0, 2.0], name="x")
+            _, y = tf.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * 2.0),
+                                 [tf.constant(0), x])
+            v = tf.compat.v1.Variable(1.0, name="v")
+            tf.identity(tf.reduce_sum(y) * v, name="step_loss")
+            tf.compat.v1.global_variables_initializer()
+    finally:
+        control_flow_util.ENABLE_CONTROL_FLOW_V2 = v2
+    gd = g.as_graph_def()
+    body = next(f for f in gd.library.function if "body" in f.signature.name)
+    grad = gd.library.function.add()
+    grad.CopyFrom(body)
+    grad.signature.name = "body_grad"
+    gd.library.gradient.add(function_name=body.signature.name, gradient_func="body_grad")
+    gd.library.function.add().signature.name = "unused"
+    names = gplace.load_graph(gd, name="loop").names.tolist()
+    step = step_graph_def(gd, names)
+    assert {n.name for n in step.node} == set(names) and "init" not in names
+    kept = {f.signature.name for f in step.library.function}
+    assert body.signature.name in kept and "body_grad" in kept and "unused" not in kept
+    with tf.Graph().as_default():
+        tf.graph_util.import_graph_def(step, name="")  # imports: nothing it needs is missing

@@ -43,6 +43,17 @@ def test_a_placement_ahead_by_noise_is_tied_and_the_heuristic_is_kept():
     assert np.allclose(intervals["chosen"], (8.2, 7.9, 8.5)) and intervals["gnn"][0] == 8.0
 
 
+def test_placements_timed_in_one_visit_are_ranked_by_their_times_not_all_tied():
+    """A Ctrl-C or the time cap can end the batch after one visit each: intervals (low, inf)
+    would overlap every other, and the first heuristic would win whatever its time."""
+    heuristics = {"single": result("single", [0, 0], 1.0), "heft": result("heft", [0, 1], 1.0)}
+    tuned = result("gnn", [1, 0], 0.5)
+    inf = float("inf")
+    m = FakeMeasurer({(0, 0): (10.0, inf), (0, 1): (9.0, inf), (1, 0): (5.0, inf)})
+    best, _, _, ties = _head_to_head(m, tuned, heuristics)
+    assert best.placement.tolist() == [1, 0] and ties == ()
+
+
 def test_a_clear_winner_is_returned():
     heuristics = {"single": result("single", [0, 0], 1.0), "heft": result("heft", [0, 1], 1.0)}
     tuned = result("gnn", [1, 0], 0.5)
