@@ -40,11 +40,17 @@ def tied(m: Measurement, i: int, j: int) -> bool:
     (interval (low, inf): too few visits to bound it) counts as its step time alone."""
     if m.low_s is None or m.high_s is None:
         return bool(m.step_time_s[i] == m.step_time_s[j])
+    return overlap(tie_span(m, i), tie_span(m, j))
 
-    def span(k: int) -> tuple[float, float]:
-        bounded = np.isfinite(m.high_s[k])
-        return (m.low_s[k], m.high_s[k]) if bounded else (m.step_time_s[k],) * 2
-    return overlap(span(i), span(j))
+
+def tie_span(m: Measurement, k: int) -> tuple[float, float] | None:
+    """Placement k's interval as ties see it: None without one (nan: simulated); a one-visit
+    interval (low, inf) is too wide to mean anything, so its step time alone."""
+    if m.low_s is None or m.high_s is None or np.isnan(m.low_s[k]) or np.isnan(m.high_s[k]):
+        return None
+    if np.isinf(m.high_s[k]):
+        return float(m.step_time_s[k]), float(m.step_time_s[k])
+    return float(m.low_s[k]), float(m.high_s[k])
 
 
 class Measurer(Protocol):

@@ -19,7 +19,7 @@ import numpy as np
 
 from gplace import stopping
 from gplace.errors import ConfigError
-from gplace.measure import Measurement, Measurer, overlap
+from gplace.measure import Measurement, Measurer, overlap, tie_span
 from gplace.problem import PlacementProblem
 
 
@@ -100,8 +100,7 @@ class Tracker:
         self.feasible.append(np.asarray(m.feasible, bool))
         t = np.where(m.feasible, m.step_time_s, np.inf)
         k = int(np.argmin(t))
-        span = None if m.low_s is None or m.high_s is None else (float(m.low_s[k]),
-                                                                 float(m.high_s[k]))
+        span = tie_span(m, k)
         if t[k] < self.best_time and not self._tied(span):
             self.best_time, self.best_placement = float(t[k]), placements[k].copy()
             self.best_span = span
@@ -122,8 +121,9 @@ class Tracker:
             f = 1.0  # the control moved less than its own noise: scaling would add noise
         self.drift.append(f)
         scale = lambda a: None if a is None else np.asarray(a)[:-1] * f  # noqa: E731
-        if m.low_s is not None and m.high_s is not None:
-            self.best_span = (float(m.low_s[-1]) * f, float(m.high_s[-1]) * f)
+        span = tie_span(m, len(m.step_time_s) - 1)
+        if span is not None:
+            self.best_span = (span[0] * f, span[1] * f)
         return Measurement(scale(m.step_time_s), cut(m.feasible), cut(m.peak_bytes),
                            scale(m.low_s), scale(m.high_s))
 

@@ -147,13 +147,14 @@ def test_a_control_in_every_batch_keeps_a_faster_machine_from_crowning_a_slower_
 
 def test_tracker_keeps_the_best_until_an_interval_lies_wholly_below_it():
     from gplace.placers.base import Tracker
-    problem, nan = two_chains(), float("nan")
+    problem, nan, inf = two_chains(), float("nan"), float("inf")
     p = np.zeros((1, problem.num_units), np.int64)
     tracker = Tracker(problem, _Scripted(([10.0], [9.0], [11.0]),   # incumbent 9-11
                                          ([9.5], [8.5], [10.5]),    # faster, overlapping: tie
                                          ([7.0], [6.0], [8.0]),     # wholly below: replaces
-                                         ([6.9], [nan], [nan])), 4)  # simulated: by the time
-    for k, expect in enumerate([10.0, 10.0, 7.0, 6.9]):
+                                         ([6.9], [nan], [nan]),      # simulated: by the time
+                                         ([6.5], [6.0], [inf])), 5)  # one visit: by the time
+    for k, expect in enumerate([10.0, 10.0, 7.0, 6.9, 6.5]):
         tracker.evaluate(p + (k % 2))
         assert tracker.best_time == expect
-    assert tracker.best_placement[0] == 1  # the last one's placement
+    assert tracker.best_placement[0] == 0  # the last one's placement (k = 4)
