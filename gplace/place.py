@@ -473,3 +473,5 @@ class _ZeroShotBar(_SamplesBar):
             self.total = total
             self._open(f"zero-shot {stage}", stage[:-1])
         self.bar.update(done - self.bar.n)
+        if done >= total:  # a finished stage leaves the screen: --measure real measures for
+            self.close()   # minutes before the next bar, and this one's clock would run on
