@@ -34,6 +34,22 @@ def cache_dir(graph_path: str | Path, kind: str = "") -> Path:
     return folder / kind if kind else folder
 
 
+def check_writable(graph_paths) -> None:
+    """ConfigError naming the first graph folder where the cache cannot be written (a
+    read-only corpus), before any work that would need it."""
+    import tempfile
+    from gplace.errors import ConfigError
+    for folder in sorted({cache_dir(p) for p in graph_paths}):
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=folder):
+                pass
+        except OSError as e:
+            raise ConfigError(f"{folder}: cannot write there ({e.strerror}); pretraining keeps "
+                              "its cache of expert placements beside the graphs: copy them to "
+                              "a folder you can write") from None
+
+
 def canonical(value):
     """``value`` (dataclasses, tuples, dicts, numbers) as JSON-ready data with every float
     written to 6 significant digits."""

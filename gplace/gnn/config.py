@@ -81,8 +81,9 @@ IMITATION = dict(samples=0, ppo_epochs=1, ce_weight=1.0, elite_size=1, lr=1e-3,
 @dataclass(frozen=True)
 class PretrainConfig:
     corpus: str = "pretrain/corpus139"  # corpus folder: a manifest.yaml or any folder of
-                                        # .pb/.pbtxt/SavedModel graphs; the default is the
-                                        # shipped policy's 139 graphs
+                                        # .pb/.pbtxt/SavedModel graphs, where experts are
+                                        # cached (.gplace-cache/ beside the graphs); the
+                                        # default is the shipped policy's 139 graphs
     clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # cluster presets or
                                    # YAML files to train on (hdp-8gpu and nvlink-8gpu stay
                                    # unseen for the generalization study)

@@ -106,10 +106,11 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     are over ``max_graph_ops``, and restores the experts archive
     (``restore``, else the corpus folder's ``experts.npz``) into the cache, where it drops
     what graphs or profiles changed since (gplace.gnn.cache.drop_stale)."""
-    from gplace.gnn.cache import drop_stale
+    from gplace.gnn.cache import check_writable, drop_stale
     from gplace.gnn.corpus import describe, importable, left_aside, list_corpus
     from gplace.gnn.experts import corpus_archive, restore_archive
     entries = list_corpus(cfg.corpus)
+    check_writable([e.path for e in entries])
     good, bad = importable([e for e in entries if e.split in ("train", "validation")],
                            Every(IMPORT_REPORT_S, lambda k, n: print(
                                f"pretrain: importing the corpus' graphs: {k} of {n} (each is "
@@ -284,7 +285,10 @@ def search_experts(cfg: PretrainConfig, k: int, rank: int, world: int, jobs: int
                    log=sys.stderr) -> list[tuple[str, float, float, bool]]:
     """This rank's share of round ``k``'s expert searches (problems rank, rank + world, ...)
     in ``jobs`` processes: (problem, best expert time, best heuristic time, searched) each.
-    Round 1 searches only problems without a cached expert; later rounds every problem."""
+    Round 1 searches only problems without a cached expert (the archive's, earlier runs'),
+    unless it starts from a policy of the user's (``--init``: specializing it wants experts
+    searched from it); later rounds search every problem. An expert of the same start,
+    budget and seed is never searched twice."""
     n = len(ProblemPool(cfg, "train", search=False))
     todo = list(range(rank, n, world))
     who = f"round {k}" + (f", rank {rank}/{world}" if world > 1 else "")
@@ -299,12 +303,13 @@ def search_experts(cfg: PretrainConfig, k: int, rank: int, world: int, jobs: int
               f"heuristic ({'searched' if searched else 'cached'}, {seconds:.0f} s)",
               file=log, flush=True)
 
+    only_missing = k == 1 and cfg.init_from is None
     if jobs <= 1:
         for i in todo:
-            report(*expert_of(cfg, i, k == 1))
+            report(*expert_of(cfg, i, only_missing))
     else:
         with search_pool(jobs) as ex:
-            for f in as_completed([ex.submit(expert_of, cfg, i, k == 1) for i in todo]):
+            for f in as_completed([ex.submit(expert_of, cfg, i, only_missing) for i in todo]):
                 report(*f.result())
     return sorted(rows)
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import functools
 import sys
-import time
 import warnings
 import weakref
 from dataclasses import asdict, replace
@@ -369,7 +368,6 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
             ckpt_dir, every=10 * per_batch, validation_every=cfg.val_every * per_batch)],
         deterministic=True, enable_model_summary=False, default_root_dir=str(log_dir))
     module, data = PretrainModule(cfg), CorpusDataModule(cfg, before_fit)
-    start = time.perf_counter()
     with warnings.catch_warnings():
         # Lightning cannot see that our loader is resumable: a step's problems are a function
         # of (seed, step) (PretrainModule.batch_of), so a resumed run takes the same ones
@@ -396,7 +394,6 @@ def run_pretrain(cfg: PretrainConfig, out: Path, log_dir: Path, resume: bool = F
             "selected": (f"the best validation checkpoint ({selected[0]})" if selected
                          else "the last step"),
             "config": _jsonable(asdict(cfg)), "steps": int(trainer.global_step) // per_batch,
-            "seconds": round(time.perf_counter() - start, 1),
             val_key(cfg): None if val is None else float(val),
             "train_problems": data.train.names, "val_problems": data.val.names,
             **(meta or {})})

@@ -395,3 +395,30 @@ def test_what_a_folder_corpus_does_not_read_or_reads_twice_is_said(tmp_path):
         f"{second} holds the same bytes as {first}: that graph counts twice",
         "nested/ is a folder, not a SavedModel: its graphs are not read",
         "step.pt2 is a PyTorch program: not read (pretraining reads TensorFlow graphs)"])
+
+
+def test_round_one_from_the_users_policy_searches_and_from_none_reuses_the_cache(
+        tmp_path, monkeypatch):
+    """Round 1 imitates the cached experts (the archive's, earlier runs') when it starts from
+    the untrained network, but specializing a policy (--init) wants experts searched from it."""
+    from gplace.gnn import iteration
+    corpus = folder_corpus(tmp_path / "c")
+    asked = []
+    monkeypatch.setattr(iteration, "expert_of", lambda cfg, i, only_missing: (
+        asked.append(only_missing) or ((f"p{i}", 1.0, 1.0, True), 0.0)))
+    cfg = PretrainConfig(corpus=str(corpus), clusters=("post-2gpu",), random_clusters=0)
+    iteration.search_experts(cfg, 1, 0, 1, 1, log=io.StringIO())
+    iteration.search_experts(replace(cfg, init_from="policy.pt"), 1, 0, 1, 1, log=io.StringIO())
+    iteration.search_experts(cfg, 2, 0, 1, 1, log=io.StringIO())
+    n = len(asked) // 3
+    assert asked == [True] * n + [False] * n + [False] * n and n == 2
+
+
+def test_a_corpus_folder_that_cannot_hold_the_cache_is_one_clear_error(tmp_path):
+    from gplace.errors import ConfigError
+    from gplace.gnn.cache import check_writable
+    (tmp_path / "blocker").write_text("a file where the cache's folder would go")
+    with pytest.raises(ConfigError, match=r"blocker/\.gplace-cache: cannot write there .*copy"):
+        check_writable([tmp_path / "blocker" / "g.pb"])
+    check_writable([tmp_path / "g.pb"])
+    assert (tmp_path / ".gplace-cache").is_dir()
