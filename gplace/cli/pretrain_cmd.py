@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -50,7 +51,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                      "DDP: expert searches and training)")
     run.add_argument("--num-nodes", type=checks.count(1, 100_000, "nodes"), default=1,
                      help="nodes (Lightning DDP)")
-    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no progress bar (none either where stdout is not a terminal)")
     return p
 
 
@@ -110,7 +112,8 @@ def run(args) -> int:
                                       run_iteration)
     prepare_corpus(cfg, args.restore)
     run_iteration(cfg, out, log_dir, jobs=args.jobs or default_jobs(args.devices),
-                  devices=args.devices, num_nodes=args.num_nodes, progress=not args.no_progress)
+                  devices=args.devices, num_nodes=args.num_nodes,
+                  progress=not args.no_progress and sys.stdout.isatty())  # Rich's bar: stdout
     if is_first_process():
         print(f"wrote {out} and {out.with_suffix('.md')}; run folder {log_dir}")
     return 0
