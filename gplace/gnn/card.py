@@ -44,15 +44,17 @@ def _experts_from(r) -> str:
     return folder if folder.startswith("round") else r.start
 
 
-def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
+def card_text(cfg, results, best, run_dir: Path, start=None, ranks: int = 1) -> str:
     """The card's text; ``start``: the starting policy's validation (a run with ``--init``),
-    which ``best`` is where no round beat it."""
+    which ``best`` is where no round beat it; ``ranks``: Lightning's processes (--devices x
+    --num-nodes), which split each step's problems and so change the weights."""
     from gplace.gnn.pretrain import ProblemPool
     train = len(ProblemPool(cfg, "train", search=False))
     val = len(ProblemPool(cfg, "validation", search=False))
     which = ("the policy of the row in bold below, the best on validation" if best.round
              else f"the starting policy {cfg.init_from}, which no round beat")
-    lines = [f"# Policy card: `gplace pretrain --corpus {cfg.corpus}`", "",
+    init = f" --init {cfg.init_from}" if cfg.init_from else ""
+    lines = [f"# Policy card: `gplace pretrain --corpus {cfg.corpus}{init}`", "",
              f"Written: {which}.", "",
              "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "
              "training problem from the round's starting policy, imitates the best expert of "
@@ -84,7 +86,9 @@ def card_text(cfg, results, best, run_dir: Path, start=None) -> str:
                   "so the command wrote it unchanged."]
     lines += ["", "Configuration:", "", "```"]
     lines += [f"{k}: {v}" for k, v in asdict(cfg).items() if k != "learn"]
-    lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()] + ["```", ""]
+    lines += [f"learn.{k}: {v}" for k, v in asdict(cfg.learn).items()]
+    lines += [f"ranks: {ranks} (--devices x --num-nodes)"] if ranks > 1 else []
+    lines += ["```", ""]
     return "\n".join(lines)
 
 
@@ -108,6 +112,7 @@ def _experts_figure(r) -> str:
     return "none" if math.isnan(r.experts_vs_heuristic) else f"{r.experts_vs_heuristic:.4f}"
 
 
-def write_card(path: Path, cfg, results, best, run_dir: Path, start=None) -> Path:
-    atomic_write_text(path, card_text(cfg, results, best, run_dir, start))
+def write_card(path: Path, cfg, results, best, run_dir: Path, start=None,
+               ranks: int = 1) -> Path:
+    atomic_write_text(path, card_text(cfg, results, best, run_dir, start, ranks))
     return path

@@ -174,7 +174,8 @@ def run_iteration(cfg: PretrainConfig, out: Path, run_dir: Path, jobs: int = 1,
     if _rank() == 0:
         atomic_write_bytes(out, Path(best.policy).read_bytes())
         from gplace.gnn.card import write_card
-        write_card(out.with_suffix(".md"), cfg, results, best, run_dir, start)
+        write_card(out.with_suffix(".md"), cfg, results, best, run_dir, start,
+                   devices * num_nodes)
         which = f"round {best.round}" if best.round else "the starting policy (no round beat it)"
         print(f"pretrain: {which} is the best on validation ({best.val:.4f}); wrote "
               f"{out} and {out.with_suffix('.md')}", file=log, flush=True)

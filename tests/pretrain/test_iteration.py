@@ -245,6 +245,8 @@ def test_a_run_from_init_hands_back_the_start_where_no_round_beats_it(tmp_path):
     assert (wrote == (tmp_path / "start.pt").read_bytes()) == (best == start["val"])
     card = (tmp_path / "a.md").read_text()
     assert "| none: the starting policy (--init) | 0 | none |" in card
+    assert card.splitlines()[0].endswith(f"--init {tmp_path / 'start.pt'}`")
+    assert "ranks:" not in card  # one process
     for val, handed_back in ((0.0, True), (np.inf, False)):  # the start made best, then worst
         (tmp_path / "run" / START).write_text(json.dumps({**start, "val": val}))
         run_iteration(cfg, tmp_path / "b.pt", tmp_path / "run")
