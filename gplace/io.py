@@ -70,7 +70,9 @@ def read_checkpoint(path: str | os.PathLike, what: str = "checkpoint"):
     if path.is_dir():
         raise ConfigError(f"{path}: a folder, not a {what} file")
     if not path.is_file():
-        raise ConfigError(f"{path}: no such {what}")
+        shipped = Path(__file__).parent / "checkpoints" / "policy.pt"
+        hint = f" (the shipped policy is {shipped})" if "policy" in what else ""
+        raise ConfigError(f"{path}: no such {what}{hint}")
     if path.stat().st_size == 0:
         raise ConfigError(f"{path}: the {what} is empty (a run killed while writing it?)")
     if not zipfile.is_zipfile(path):

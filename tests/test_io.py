@@ -34,7 +34,7 @@ def test_a_failed_write_keeps_the_old_file_and_leaves_no_temporary(tmp_path):
 
 
 @pytest.mark.parametrize("content, message", [
-    (None, r"no such policy checkpoint"),
+    (None, r"no such policy checkpoint \(the shipped policy is .*gplace/checkpoints/policy\.pt\)"),
     (b"", r"the policy checkpoint is empty"),
     (b"not a zip archive at all", r"not a PyTorch policy checkpoint"),
 ])
