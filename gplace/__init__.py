@@ -3,8 +3,7 @@
     import gplace
     graph = gplace.load_graph("model.pb")      # an OpGraph (or "model.pt2", optimizer="adam")
     placer = gplace.load()                     # the pretrained GNN placer
-    from gplace.place import place
-    result = place(graph, checkpoint=placer, cluster="post-4gpu", finetune=300)
+    result = gplace.place(graph, checkpoint=placer, cluster="post-4gpu", finetune=300)
 """
 
 from __future__ import annotations
@@ -40,4 +39,14 @@ def load(path=None, seed: int = 0):
     return _load(path, seed=seed)
 
 
-__all__ = ["OpGraph", "load", "load_graph", "GplaceError", "GraphError", "ConfigError", "__version__"]
+def __getattr__(name: str):
+    """``gplace.place``, imported on first use (numba and the placers take a second): the
+    module gplace.place, which is callable as its function ``place``."""
+    if name == "place":
+        import importlib
+        return importlib.import_module("gplace.place")
+    raise AttributeError(f"module 'gplace' has no attribute {name!r}")
+
+
+__all__ = ["OpGraph", "load", "load_graph", "place", "GplaceError", "GraphError", "ConfigError",
+           "__version__"]

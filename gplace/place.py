@@ -475,3 +475,14 @@ class _ZeroShotBar(_SamplesBar):
         self.bar.update(done - self.bar.n)
         if done >= total:  # a finished stage leaves the screen: --measure real measures for
             self.close()   # minutes before the next bar, and this one's clock would run on
+
+
+class _PlaceModule(type(sys)):
+    """This module, callable: ``gplace.place(model, ...)`` is :func:`place`, as a user of
+    ``gplace.load`` expects, while ``from gplace.place import place`` still works."""
+
+    def __call__(self, *args, **kwargs) -> PlacementResult:
+        return place(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _PlaceModule

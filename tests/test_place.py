@@ -442,6 +442,18 @@ def test_real_measurement_defaults_to_this_machines_processes_where_tf_sees_one_
     assert chosen.name == "local-procs" and "--measure real runs here" in why
 
 
+def test_gplace_place_is_the_place_function_and_the_module():
+    import importlib
+    import gplace
+    module = importlib.import_module("gplace.place")
+    assert gplace.place is module and callable(gplace.place)
+    r = gplace.place(EXAMPLE, cluster="post-2gpu", progress=False, polish=0)
+    assert r.step_time_s == module.place(EXAMPLE, cluster="post-2gpu", progress=False,
+                                         polish=0).step_time_s
+    with pytest.raises(AttributeError, match="no attribute 'plcae'"):
+        gplace.plcae
+
+
 def test_a_torch_module_gets_the_export_recipe():
     import gplace
     from gplace.errors import GraphError
