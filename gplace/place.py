@@ -95,7 +95,8 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
     saved OpGraph .npz), a GraphDef, a tf.Graph, a ConcreteFunction or an OpGraph; see the
     module docstring. ``cluster``: a preset name, a cluster YAML path, a Cluster, or a dict of
     a YAML's fields (default: the devices TensorFlow sees here if two or more, else
-    post-4gpu, or local-procs with ``measure="real"``); ``checkpoint``: a policy file, a placer from ``gplace.load`` or a GNNPolicy
+    post-4gpu, or local-procs with ``measure="real"``); ``checkpoint``: a policy file, a
+    placer from ``gplace.load`` or a GNNPolicy
     (default: the shipped policy); ``memory_limit``: "8GB" for every device or "gpu0=8GB,gpu1=4GB";
     ``seed``: the placement's seed (default: the ``gplace.load`` placer's, else 0);
     ``progress``: progress bars on stderr. ``allow_unsafe`` lets ``measure="real"`` run ops

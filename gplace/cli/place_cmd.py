@@ -81,13 +81,6 @@ def run(args) -> int:
         raise ConfigError("--measure real runs TensorFlow graphs; place a PyTorch (.pt2) step "
                           "in simulation and run the placed step with "
                           "gplace.torchfront.load_placed (finetune/PYTORCH.md)")
-    if args.measure == "real":  # refuse the step before any placement work: untrusted ops,
-        from gplace.opgraph_cache import load_graph  # no clear end, or one that cannot run
-        from gplace.real.measurer import runnable_step
-        from gplace.report import source_graph_def
-        graph = load_graph(args.model, signature=args.signature)  # the import (cached)
-        runnable_step(source_graph_def(args.model), graph.names.tolist(), args.allow_unsafe,
-                      args.loss)
     if args.optimal is not None and args.measure != "sim":
         raise ConfigError("--optimal bounds simulated step times; it needs --measure sim")
     claim = checks.claim_output(out)  # noqa: F841 - held until the run returns

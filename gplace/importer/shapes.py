@@ -117,11 +117,10 @@ def _prepare_for_inference(graph_def, unknown_dim: int):
     """A copy with unknown placeholder dims fixed, unregistered ops and constants without a
     value made placeholders, and every op off gplace.real.allowlist that TF could evaluate
     (its inputs all come from constants) made a stand-in fed by placeholders: TF's shape
-    inference and grappler evaluate small
-    constant subgraphs to learn shapes, and a ReadFile of a constant path feeding a Reshape
-    would read that file here. The stand-ins keep each output's dtype and recorded shape (an
-    IdentityN over one placeholder per output). Returns (the copy, the ops made placeholders,
-    the placeholders whose dims were fixed)."""
+    inference and grappler evaluate small constant subgraphs to learn shapes, and a ReadFile
+    of a constant path feeding a Reshape would read that file here. The stand-ins keep each
+    output's dtype and recorded shape (an IdentityN over one placeholder per output).
+    Returns (the copy, the ops made placeholders, the placeholders whose dims were fixed)."""
     from tensorflow.core.framework import graph_pb2
     from gplace.real.allowlist import ALLOWED_OPS
     library = {f.signature.name for f in graph_def.library.function}

@@ -83,8 +83,8 @@ class Batch:
 
     def run(self) -> list[RealResult]:
         """One visit of each placement at least; then rounds until each is tight or at its
-        step limit (protocol.step_limit), the time cap passes, or a Ctrl-C asks the search to stop
-        (gplace.stopping): the placements then keep the steps timed so far."""
+        step limit (protocol.step_limit), the time cap passes, or a Ctrl-C asks the search to
+        stop (gplace.stopping): the placements then keep the steps timed so far."""
         cfg, n = self.cfg, len(self.op_device)
         cap = time.monotonic() + cfg.max_s_per_placement * n
         more = lambda: time.monotonic() < cap and not stopping.requested()  # noqa: E731

@@ -96,19 +96,19 @@ def check_local_devices(problem: PlacementProblem, here: list[tuple[str, int]]) 
     """ConfigError unless TensorFlow lists, in ``here`` ((type, index) pairs:
     gplace.cluster.tf_devices), every in-process device (not /job:worker) the cluster names:
     a preset's GPUs on a machine without them would fail every placement that uses them."""
-    missing = []
+    missing, seen = [], set(here)
     for d in problem.cluster.devices:
         spec = d.tf_device.lower()
         m = re.search(r"(cpu|gpu):(\d+)$", spec)
-        if f"/job:{JOB}" not in spec and m and (m[1].upper(), int(m[2])) not in set(here):
+        if f"/job:{JOB}" not in spec and m and (m[1].upper(), int(m[2])) not in seen:
             missing.append(f"{d.name} ({d.tf_device})")
     if missing:
-        seen = ", ".join(f"{t}:{i}" for t, i in here)
+        listed = ", ".join(f"{t}:{i}" for t, i in here)
         ours = ("--cluster local: the devices TensorFlow sees" if len(here) > 1 else
                 "--cluster local-procs: TF processes on its cores")
         raise ConfigError(
             f"--measure real: cluster {problem.cluster.name} names devices TensorFlow does not "
-            f"see here: {', '.join(missing)}; it sees {seen}. Measure on this machine's "
+            f"see here: {', '.join(missing)}; it sees {listed}. Measure on this machine's "
             f"devices ({ours}) or on your TF servers (a cluster YAML)")
 
 
@@ -288,9 +288,9 @@ def runnable_step(graph_def, op_names: list[str], allow_unsafe: bool = False,
     """(GraphDef, step op): the step as it runs for real, ``graph_def`` (or a graph file's;
     functions inlined as gplace.report.source_graph_def does) cut to the imported step's ops
     ``op_names`` (no initializers, checkpoint ops or other signatures: gplace.importer.step),
-    and the op a step runs (step_op). UnsafeOpError or ConfigError, before anything runs, for a step
-    with ops off the allowlist (check_safe), one that cannot run (check_runnable), or one
-    without a clear end."""
+    and the op a step runs (step_op). UnsafeOpError or ConfigError, before anything runs,
+    for a step with ops off the allowlist (check_safe), one that cannot run
+    (check_runnable), or one without a clear end."""
     step = step_graph_def(_read_graph_def(graph_def), op_names)
     check_safe(step, allow_unsafe)
     check_runnable(step, op_names, runner)
@@ -343,13 +343,13 @@ def step_op(graph_def, name: str | None = None, runner: str = "--measure real") 
 
 
 def _read_graph_def(source):
-    """A GraphDef from a GraphDef or a path to a graph file (a SavedModel too), its function
-    calls inlined as the importer inlines them, so that its nodes are the OpGraph's ops."""
+    """A GraphDef as given, or a graph file's (a SavedModel too) with its function calls
+    inlined as the importer inlines them, so that its nodes are the OpGraph's ops."""
     from gplace.importer import functions
     from gplace.importer.reader import read_graph_def
     if source is None:
         raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
                           "tf.Graph), not an OpGraph")
-    graph_def = source if hasattr(source, "node") else read_graph_def(Path(source))[0]
-    return functions.inline_functions(graph_def)[0] if graph_def.library.function \
-        else graph_def
+    if hasattr(source, "node"):
+        return source  # gplace.report.source_graph_def's: inlined already
+    return functions.inline_functions(read_graph_def(Path(source))[0])[0]

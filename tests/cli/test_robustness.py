@@ -238,7 +238,10 @@ sys.exit(main(sys.argv[1:]))
 SIM = ["simulate", "{tiny.npz}", "--cluster", "post-2gpu", "--random", "2"]
 PLACE = ["place", "{tiny.pbtxt}", "--out", "{tmp}/place-out"]
 PRETRAIN = ["pretrain", "--corpus", "{corpus}"]
-REAL = ["--measure", "real", "--cluster", "local-procs", "--out", "{tmp}/real-out"]
+def real(out: str) -> list[str]:
+    """--measure real into a folder of the case's own (the cases run four at a time, and a
+    run claims its --out folder)."""
+    return ["--measure", "real", "--cluster", "local-procs", "--out", "{tmp}/" + out]
 
 
 def yaml_case(file: str, *needles: str) -> Case:
@@ -368,24 +371,24 @@ CASES: dict[str, Case] = {
     "temperature 0": Case(PRETRAIN + ["--temperature", "0"], ("--temperature must be > 0",)),
     "order fifo": Case(PRETRAIN + ["--order", "fifo"], ("--order must be rank or dispatch",)),
     # --measure real: untrusted graphs and unknown step ops, refused before any TF process
-    "untrusted place": Case(["place", "{hostile.pbtxt}"] + REAL,
+    "untrusted place": Case(["place", "{hostile.pbtxt}"] + real("real-a"),
                             ("'n0' of type ExperimentalDatasetToTFRecord", "--allow-unsafe",
-                             *UNTRUSTED_OPS), ("{tmp}/real-out",)),
+                             *UNTRUSTED_OPS), ("{tmp}/real-a",)),
     "untrusted calibrate": Case(["calibrate", "--graphs", "{hostile.pbtxt}", "--cluster",
                                  "local-procs", "--out", "{tmp}/hostile-cal"],
                                 ("'n0' of type ExperimentalDatasetToTFRecord",
                                  "--allow-unsafe"), ("{tmp}/hostile-cal/profiles",)),
-    "function named like an op": Case(["place", "{shadow.pb}"] + REAL,
+    "function named like an op": Case(["place", "{shadow.pb}"] + real("real-b"),
                                       ("cannot read the body of function ReadFile",
                                        "an op with the same name already exists"),
-                                      ("{tmp}/real-out",)),
+                                      ("{tmp}/real-b",)),
 
-    "no step op": Case(["place", "{no-step-op.pb}"] + REAL,
+    "no step op": Case(["place", "{no-step-op.pb}"] + real("real-c"),
                        ("pass --loss NAME", "ops nothing consumes here: train, other"),
-                       ("{tmp}/real-out",)),
-    "loss not in graph": Case(["place", "{no-step-op.pb}", "--loss", "zz"] + REAL,
+                       ("{tmp}/real-c",)),
+    "loss not in graph": Case(["place", "{no-step-op.pb}", "--loss", "zz"] + real("real-d"),
                               ("--loss 'zz': the graph has no op of that name",),
-                              ("{tmp}/real-out",)),
+                              ("{tmp}/real-d",)),
 }
 
 
