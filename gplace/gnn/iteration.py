@@ -44,7 +44,7 @@ from gplace.gnn.corpus import load_corpus_graph
 from gplace.gnn.experts import cached_experts, expert_folder, expert_name
 from gplace.gnn.pretrain import ProblemPool, _jsonable, cluster_of, graph_ops, run_pretrain
 from gplace.gnn.validation import VAL_METRICS, geomean, val_key
-from gplace.io import atomic_write_bytes, atomic_write_text
+from gplace.io import atomic_write_bytes, atomic_write_text, read_checkpoint
 
 RESULT = "result.json"
 START = "start.json"  # the starting policy's validation (a run from init_from)
@@ -261,8 +261,11 @@ def _round(cfg, k, results, folder, jobs, devices, num_nodes, progress, log) -> 
         barrier("experts")  # every rank's experts are in the cache
 
     last = folder / "checkpoints" / "last.ckpt"
-    if last.exists():
-        print(f"pretrain: round {k}: resuming the imitation from {last}", file=log, flush=True)
+    if last.exists() and _rank() == 0:
+        step = int(read_checkpoint(last, "checkpoint to resume (delete it to restart the round)")
+                   ["global_step"]) // cfg.learn.ppo_epochs
+        print(f"pretrain: round {k}: resuming the imitation at step {step}/{cfg.max_steps} "
+              f"from {last}", file=log, flush=True)
     policy = folder / "policy.pt"
     run_pretrain(rcfg, policy, folder, resume=last.exists(), devices=devices,
                  num_nodes=num_nodes, progress=progress, log=log, before_fit=before_fit,
@@ -365,6 +368,12 @@ class ProgressLines(L.Callback):
     def __init__(self, k: int, max_steps: int, log, clock=None):
         self.k, self.max_steps, self.stream, self.best = k, max_steps, log, np.inf
         self.clock = clock
+
+    def state_dict(self) -> dict:  # kept in the checkpoint: a resumed round knows its best
+        return {"best": self.best}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        self.best = float(state_dict["best"])
 
     def on_validation_end(self, trainer, module) -> None:
         rule = module.cfg.validate

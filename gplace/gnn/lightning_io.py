@@ -74,11 +74,17 @@ def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = Non
 
 
 class NoTips(logging.Filter):
-    """Drops Lightning's advertisement of its cloud logger from our output (its device lines
-    stay)."""
+    """Drops Lightning's lines that say nothing to a gplace user: the advertisement of its cloud
+    logger, "TPU available: False ...", and the lines that say a checkpoint is restored or that
+    ``max_steps`` is reached (pretraining's own lines say so, with the round and the step). Its
+    GPU line stays."""
+
+    DROPPED = ("\N{ELECTRIC LIGHT BULB} Tip", "TPU available: False",
+               "`Trainer.fit` stopped: `max_steps", "Restoring states from the checkpoint",
+               "Restored all states", "Found current_model_state in the checkpoint")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith("\N{ELECTRIC LIGHT BULB} Tip")
+        return not str(record.msg).startswith(self.DROPPED)
 
 
 def quiet_lightning_tips() -> None:

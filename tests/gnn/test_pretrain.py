@@ -300,7 +300,8 @@ def test_experts_of_the_untrained_network_are_named_by_its_order():
     assert dispatch != rank and EXPERT_FILE.match(dispatch) and EXPERT_FILE.match(rank)
 
 
-def test_lightning_keeps_its_device_lines_and_drops_its_advertisement(caplog, tmp_path):
+def test_lightning_keeps_its_gpu_line_and_drops_its_advertisement_and_tpu_line(caplog,
+                                                                               tmp_path):
     import logging
     import lightning as L
     from gplace.gnn.lightning_io import quiet_lightning_tips
@@ -311,7 +312,7 @@ def test_lightning_keeps_its_device_lines_and_drops_its_advertisement(caplog, tm
               enable_progress_bar=False, enable_checkpointing=False)
     out = "\n".join(r.getMessage() for r in caplog.records)
     assert "GPU available" in out
-    assert "litlogger" not in out
+    assert "litlogger" not in out and "TPU available" not in out
 
 
 def test_the_other_order_is_the_same_problem_scheduled_the_other_way(corpus):

@@ -101,7 +101,7 @@ def test_a_finished_round_is_not_redone_and_a_killed_one_resumes(tmp_path):
     (tmp_path / "run" / "round1" / "policy.pt").unlink()
     with log.open("w") as f:
         run_iteration(cfg, tmp_path / "c.pt", tmp_path / "run", log=f)
-    assert "resuming the imitation" in log.read_text()
+    assert "round 1: resuming the imitation at step 4/4 from " in log.read_text()
     again = GNNPolicy.load(tmp_path / "c.pt")[0].state_dict()
     assert all(np.array_equal(first[k], again[k]) for k in first)
     # more rounds continue the same run folder; another config is refused
@@ -424,3 +424,19 @@ def test_a_corpus_folder_that_cannot_hold_the_cache_is_one_clear_error(tmp_path)
         check_writable([tmp_path / "blocker" / "g.pb"])
     check_writable([tmp_path / "g.pb"])
     assert (tmp_path / ".gplace-cache").is_dir()
+
+
+def test_a_resumed_round_reports_the_best_validation_from_before_the_interruption():
+    from types import SimpleNamespace
+
+    from gplace.gnn.iteration import ProgressLines
+    from gplace.gnn.validation import VAL_METRICS
+    before, out = ProgressLines(1, 300, io.StringIO()), io.StringIO()
+    before.best = 0.7788  # validated before the checkpoint was written
+    after = ProgressLines(1, 300, out)
+    after.load_state_dict(before.state_dict())  # what Lightning does on resume
+    module = SimpleNamespace(cfg=SimpleNamespace(validate="zero-shot"), step=300)
+    trainer = SimpleNamespace(callback_metrics={VAL_METRICS["zero-shot"]: 0.7979},
+                              is_global_zero=True)
+    after.on_validation_end(trainer, module)
+    assert "step 300/300: validation 0.7979 (best 0.7788;" in out.getvalue()
