@@ -157,15 +157,18 @@ def _distinct(items: list[tuple[str, np.ndarray]],
 
 
 # ---- running ---------------------------------------------------------------------------------
-def profile_pinned(source: GraphSource, core: int, cache_dir: Path) -> CostProfile:
-    """Per-op profile of ``source`` in a child process pinned to ``core`` (one local-procs
-    task's view: one core, threads 1); cached as ``cache_dir/NAME.profile.json.gz``."""
+def profile_pinned(source: GraphSource, core: int, cache_dir: Path,
+                   allow_unsafe: bool = False, fetch: str | None = None) -> CostProfile:
+    """Per-op profile of ``source``'s step in a child process pinned to ``core`` (one
+    local-procs task's view: one core, threads 1); cached as
+    ``cache_dir/NAME.profile.json.gz``."""
     from gplace.real.procs import _child_env, _repo_root
     path = cache_dir / f"{source.name}.profile.json.gz"
     if not path.exists():
         cache_dir.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "gplace.calibrate", "profile",  # the child's cwd differs
-               str(Path(source.path).resolve()), source.name, str(path.resolve()), str(core)]
+               str(Path(source.path).resolve()), source.name, str(path.resolve()), str(core),
+               str(int(allow_unsafe)), fetch or ""]
         done = subprocess.run(cmd, cwd=_repo_root(), env=_child_env(), capture_output=True,
                               text=True, timeout=1800)
         if done.returncode != 0:
@@ -174,16 +177,30 @@ def profile_pinned(source: GraphSource, core: int, cache_dir: Path) -> CostProfi
     return CostProfile.load(path)
 
 
-def _profile_child(pb: str, name: str, out: str, core: int) -> None:
+def _profile_child(path: str, name: str, out: str, core: int, allow_unsafe: bool,
+                   fetch: str | None) -> None:
+    """Profiles the step that calibrate measures (runnable_step: the imported step's ops, as
+    gplace profile takes them) with its devices cleared, on one pinned core."""
     os.sched_setaffinity(0, {core})
     from gplace import profiler as prof
-    from gplace.tfimport import tensorflow
-    tf = tensorflow()
-    graph_def = tf.compat.v1.GraphDef()
-    graph_def.ParseFromString(Path(pb).read_bytes())
-    profile = prof.profile_graph(graph_def, name, cfg=prof.ProfileConfig())
+    graph_def, fetch = _runnable(path, name, allow_unsafe, fetch)
+    for node in graph_def.node:
+        node.device = ""
+    profile = prof.profile_graph(graph_def, name, fetch, cfg=prof.ProfileConfig())
     profile.meta["pinned_core"] = core
     profile.save(out)
+
+
+def _runnable(path: str | Path, name: str, allow_unsafe: bool, fetch: str | None = None):
+    """(GraphDef, step op) of the step of the graph file ``path`` that runs for real (ending at
+    ``fetch``, or found by step_op); one line (UnsafeOpError, ConfigError) for a step that may
+    not or cannot run."""
+    from gplace.opgraph_cache import load_graph
+    from gplace.real.measurer import runnable_step
+    from gplace.report import source_graph_def
+    graph = load_graph(str(path), name=name)
+    return runnable_step(source_graph_def(str(path)), graph.names.tolist(), allow_unsafe,
+                         fetch, runner="gplace calibrate")
 
 
 def scaled_profile(profile: CostProfile) -> CostProfile:
@@ -225,9 +242,9 @@ def step_overhead_s(problem: PlacementProblem, placements: np.ndarray,
 def calibrate_graph(source: GraphSource, cluster: Cluster, profile: CostProfile, tasks,
                     overhead: StepOverhead, config: CalibrateConfig,
                     log: Callable[[str], None]) -> GraphCalibration:
-    from gplace.importer import load_graph
+    from gplace.opgraph_cache import load_graph
     from gplace.real.measurer import RealMeasurer
-    graph = load_graph(source.path, name=source.name)
+    graph = load_graph(str(source.path), name=source.name)
     if config.scale_to_wall:
         profile = scaled_profile(profile)
         log(f"{source.name}: op times scaled by {profile.meta['op_times_scaled_by']:.2f} to the "
@@ -307,10 +324,8 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
     cluster = load_cluster(cluster) if isinstance(cluster, (str, os.PathLike)) else cluster
     if cluster.num_devices < 2:
         raise ConfigError(f"cluster {cluster.name!r} has one device: nothing to calibrate")
-    from gplace.importer.reader import read_graph_def
-    from gplace.real.safety import check_safe
-    for source in sources:  # every graph is checked before any TF process starts
-        check_safe(read_graph_def(source.path)[0], config.real.allow_unsafe)
+    for source in sources:  # every graph's step is checked before any TF process starts
+        _runnable(source.path, source.name, config.real.allow_unsafe, config.real.fetch)
     out_dir = Path(out_dir)
     n = worker_tasks(PlacementProblem.build(_tiny_graph(), cluster))
     own = tasks is None and n > 0
@@ -333,7 +348,8 @@ def calibrate(sources: list[GraphSource], cluster: str | Cluster = "local-procs"
             cached = out_dir / "profiles" / f"{source.name}.profile.json.gz"
             log(f"{source.name}: profile reused from {cached}" if cached.is_file() else
                 f"{source.name}: profiling on one pinned process")
-            profile = profile_pinned(source, 0, out_dir / "profiles")
+            profile = profile_pinned(source, 0, out_dir / "profiles", config.real.allow_unsafe,
+                                     config.real.fetch)
             graphs.append(calibrate_graph(source, fitted, profile, procs, overhead, config, log))
             g = graphs[-1]
             log(f"{source.name}: tau {g.kendall_tau:.3f}, rho {g.spearman_rho:.3f}, median "
@@ -352,8 +368,10 @@ def _tiny_graph():
     return OpGraph.from_lists([1.0], [4])
 
 
-if __name__ == "__main__":  # python -m gplace.calibrate profile PB NAME OUT CORE (a child)
-    if len(sys.argv) == 6 and sys.argv[1] == "profile":
-        _profile_child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+if __name__ == "__main__":  # python -m gplace.calibrate profile GRAPH NAME OUT CORE UNSAFE LOSS
+    if len(sys.argv) == 8 and sys.argv[1] == "profile":
+        _profile_child(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]),
+                       sys.argv[6] == "1", sys.argv[7] or None)
     else:
-        sys.exit("usage: python -m gplace.calibrate profile GRAPH.pb NAME OUT.json.gz CORE")
+        sys.exit("usage: python -m gplace.calibrate profile GRAPH NAME OUT.json.gz CORE 0|1 "
+                 "LOSS")

@@ -152,7 +152,10 @@ def build_report(name, graphs, link, overhead, simulated: Link) -> CalibrationRe
         ok = np.isfinite(g.measured_s) & np.isfinite(g.simulated_s)
         pooled_s += g.simulated_s[ok].tolist()
         pooled_m += g.measured_s[ok].tolist()
-    mean = lambda xs: float(np.nanmean(xs)) if len(xs) else float("nan")  # noqa: E731
+    def mean(xs) -> float:  # over the finite ones (repeat_tau is nan with one repeat)
+        xs = np.asarray(xs, np.float64)
+        return float(xs[np.isfinite(xs)].mean()) if np.isfinite(xs).any() else float("nan")
+
     return CalibrationReport(
         name, graphs, link, overhead, mean([g.kendall_tau for g in graphs]),
         mean([g.spearman_rho for g in graphs]), median_rel_error(pooled_s, pooled_m),

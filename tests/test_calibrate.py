@@ -87,7 +87,7 @@ def test_pooled_repeats_estimate_over_all_steps():
     assert _pooled([a, failed], ProtocolConfig()).reason == "boom"
 
 
-def test_cli_rejects_too_few_placements_and_unknown_graphs(tmp_path):
+def test_cli_rejects_too_few_placements_steps_and_unknown_graphs(tmp_path):
     import subprocess
     import sys
     base = [sys.executable, "-m", "gplace", "calibrate", "--cluster", "local-procs",
@@ -99,6 +99,10 @@ def test_cli_rejects_too_few_placements_and_unknown_graphs(tmp_path):
     cap = subprocess.run(base + ["--cap", "0"], capture_output=True, text=True)
     assert cap.returncode == 2 and "cap > 0" in cap.stderr
     assert len(cap.stderr.strip().splitlines()) == 1
+    # fewer steps than the protocol times before its first stopping check: said in the CLI's
+    # terms, not the protocol's
+    steps = subprocess.run(base + ["--max-steps", "9"], capture_output=True, text=True)
+    assert steps.returncode == 2 and "max-steps >= 15" in steps.stderr
 
 
 def test_receiver_model_charges_the_latency_and_per_byte_cpu_to_the_receiver():

@@ -49,7 +49,7 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                    help="stop timing a placement once its 90%% interval is within +-PCT%% of "
                         "its step time (default 2)")
     p.add_argument("--max-steps", type=int, default=90, metavar="K",
-                   help="timed steps per placement and repeat at most (default 90)")
+                   help="timed steps per placement and repeat at most, >= 15 (default 90)")
     p.add_argument("--cap", type=float, default=15.0, metavar="S",
                    help="time cap of a repeat: S seconds x placements (default 15)")
     p.add_argument("--sessions", type=int, default=2, metavar="S",
@@ -73,6 +73,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                         "process when they are all there")
     p.add_argument("--no-overhead", action="store_true",
                    help="do not add the measured per-step RPC cost to simulated times")
+    p.add_argument("--loss", default=None, metavar="NAME",
+                   help="the op that ends a training step, in every graph (default: step_loss, "
+                        "or else the one op nothing in the imported step consumes)")
     p.add_argument("--allow-unsafe", action="store_true",
                    help="run ops off gplace's list of ops without side effects (files, "
                         "Python, network; see gplace/real/allowlist.py)")
@@ -134,28 +137,25 @@ def resolve_graph(name: str, out: Path) -> tuple[str, Path, str]:
 def run(args) -> int:
     if args.placements < 20:
         raise ConfigError(f"--placements {args.placements}: the calibration needs >= 20")
-    if (args.repeats < 1 or args.sessions < 1 or args.max_steps < 9 or args.cap <= 0
+    from gplace.real.protocol import ProtocolConfig
+    least = ProtocolConfig.min_steps  # timed steps before a placement's interval is read
+    if (args.repeats < 1 or args.sessions < 1 or args.max_steps < least or args.cap <= 0
             or not 0 < args.rel_width < 100):
         raise ConfigError(f"--repeats {args.repeats}, --sessions {args.sessions}, --max-steps "
                           f"{args.max_steps}, --cap {args.cap:g}, --rel-width {args.rel_width:g}: "
                           "need repeats >= 1, sessions >= 1, "
-                          "max-steps >= 9, cap > 0 and 0 < rel-width < 100")
+                          f"max-steps >= {least}, cap > 0 and 0 < rel-width < 100")
     if not 0 <= args.transfer_cpu < float("inf"):
         raise ConfigError(f"--transfer-cpu {args.transfer_cpu}: must be a finite number >= 0")
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     if args.resimulate:
         return _resimulate(args, out)
-    graphs = [resolve_graph(g, out) for g in args.graphs]
-    from gplace.importer.reader import read_graph_def
-    from gplace.real.safety import check_safe
-    for _, path, _ in graphs:  # every graph, before calibrate() starts any TF server
-        check_safe(read_graph_def(path)[0], args.allow_unsafe)
+    graphs = [resolve_graph(g, out) for g in args.graphs]  # calibrate() checks their steps
     from gplace.calibrate import CalibrateConfig, GraphSource, calibrate
     from gplace.real.measurer import RealConfig
     from gplace.real.procs import load_task_spec
     sources = [GraphSource(*g) for g in graphs]
-    from gplace.real.protocol import ProtocolConfig
     protocol = ProtocolConfig(rel_width=args.rel_width / 100, max_steps=args.max_steps,
                               min_timed_s=0.0,  # --max-steps caps every placement's steps
                               max_s_per_placement=args.cap, sessions=args.sessions)
@@ -164,7 +164,7 @@ def run(args) -> int:
                              transfer_cpu_s_per_byte=args.transfer_cpu / 1e9,
                              transfer_cpu_at=args.transfer_cpu_at, repeats=args.repeats,
                              real=RealConfig(protocol=protocol, verbose=False,
-                                             allow_unsafe=args.allow_unsafe))
+                                             allow_unsafe=args.allow_unsafe, fetch=args.loss))
     tasks = load_task_spec(args.tasks) if args.tasks else None
     log = lambda s: print(f"gplace calibrate: {s}", file=sys.stderr, flush=True)  # noqa: E731
     report = calibrate(sources, args.cluster, config, out, tasks=tasks, log=log)
