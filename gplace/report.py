@@ -118,6 +118,9 @@ def placement_record(result) -> dict:
     signature = result.graph.meta.get("import", {}).get("signature")
     if signature:  # the SavedModel signature placed: `gplace simulate --placement` takes it
         record["signature"] = signature
+    unknown_dim = result.graph.meta.get("import", {}).get("unknown_dim", 1)
+    if unknown_dim != 1:  # --unknown-dim: `gplace simulate --placement` imports it so too
+        record["unknown_dim"] = unknown_dim
     if "torch" in result.graph.meta:  # a PyTorch step: also by FX node and by module
         from gplace.torchfront.record import torch_record
         record["torch"] = torch_record(result.graph, result.op_devices)

@@ -107,8 +107,9 @@ def kernel_warning(graph, problem, placement) -> str:
 
 def import_note(graph) -> str:
     """What the import chose or found that changes what is placed: the SavedModel signature it
-    took, functions XLA was asked to compile, tf.cond If ops lowered (importer.functions), a
-    graph with no training update; "" when nothing."""
+    took, functions XLA was asked to compile, tf.cond If ops lowered (importer.functions),
+    inputs whose unknown dimensions it sized, a graph with no training update; "" when
+    nothing."""
     im = graph.meta.get("import", {})
     notes = []
     if im.get("signature"):
@@ -124,6 +125,15 @@ def import_note(graph) -> str:
         what = f"{n} tf.cond If ops" if n > 1 else "a tf.cond If op"
         notes.append(f"{what} lowered to Switch and Merge as TensorFlow runs them: both "
                      "branches are placed, and costed as if both ran")
+    sized = im.get("sized_inputs") or []
+    if sized:
+        size, n = im.get("unknown_dim", 1), len(sized)
+        names = ", ".join(sized[:3]) + (", ..." if n > 3 else "")
+        notes.append(f"{n} input{'s' if n > 1 else ''} with unknown dimensions ({names}) "
+                     f"given size {size} in each" + (
+                         ": a None batch counts as a batch of 1; give the batch size with "
+                         "--unknown-dim N (unknown_dim=N)" if size == 1 else
+                         " (--unknown-dim)"))
     if im.get("trains") is False:
         notes.append("no optimizer update in the graph (no Apply*, Assign{Add,Sub} or Scatter* "
                      "op): an inference graph, placed as it is, though gplace is built for "

@@ -16,8 +16,6 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
                                    "or a gplace .npz and summarize it.")
     p.add_argument("model", help="graph file or SavedModel directory")
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    p.add_argument("--unknown-dim", type=int, default=1, metavar="N",
-                   help="size given to unknown dimensions such as a None batch (default: 1)")
     p.add_argument("--save", metavar="FILE.npz", help="also write the imported OpGraph here")
     models.add_import_arguments(p)
     return p
@@ -26,15 +24,15 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 def run(args) -> int:
     start = time.perf_counter()
     checks.model_path(args.model)
+    options = models.import_options(args)
     if args.save:
         checks.output_file(args.save, "--save")
     if not str(args.model).endswith(".npz"):  # imported by TensorFlow's graph framework alone
         from gplace.opgraph_cache import finish, prefetch
-        pending = prefetch(args.model, args.unknown_dim, args.signature)
+        pending = prefetch(args.model, options.get("unknown_dim", 1), args.signature)
         if pending is not None:
             finish(pending)  # a bad graph's error from there
-    graph = models.load_model(args.model, unknown_dim=args.unknown_dim,
-                               **models.import_options(args))
+    graph = models.load_model(args.model, **options)
     if args.save:
         try:
             graph.save(args.save)

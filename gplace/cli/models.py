@@ -8,10 +8,16 @@ import argparse
 
 
 def add_import_arguments(p: argparse.ArgumentParser) -> None:
-    """--signature (a SavedModel's) and --optimizer and --trust-pt2 (a PyTorch model's)."""
+    """--signature (a SavedModel's), --unknown-dim (a TensorFlow graph's) and --optimizer and
+    --trust-pt2 (a PyTorch model's)."""
     p.add_argument("--signature", default=None, metavar="NAME",
                    help="SavedModel only: the signature to import (default: the one that "
                         "trains, or the only one; the others are left out)")
+    from gplace.cli.checks import count
+    p.add_argument("--unknown-dim", type=count(1, 2**31 - 1, "a size"), default=None, metavar="N",
+                   help="TensorFlow graphs: the size given to unknown dimensions, such as a "
+                        "SavedModel signature's None batch (default: 1; the output says where "
+                        "the graph has them)")
     p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
                    help=".pt2 only: the optimizer whose updates the step adds: sgd (default; "
                         "simulate --placement: the one the placement was made with), "
@@ -44,6 +50,11 @@ def import_options(args) -> dict:
             raise ConfigError("--signature chooses a signature of a SavedModel (or .meta); "
                               f"{args.model} has none")
         given["signature"] = args.signature
+    if args.unknown_dim is not None:
+        if pt2 or str(args.model).endswith(".npz"):
+            raise ConfigError(f"--unknown-dim sizes the unknown dimensions of a TensorFlow "
+                              f"graph as it is imported; {args.model} has none to size")
+        given["unknown_dim"] = args.unknown_dim
     return given
 
 

@@ -74,6 +74,7 @@ def run(args) -> int:
         raise ConfigError(f"--loss {args.loss!r} names the op a real step runs; it needs "
                           f"--measure real")
     checks.model_path(args.model)  # before the seconds of importing TensorFlow and torch
+    options = models.import_options(args)
     checks.cluster_name(args.cluster)
     out = checks.output_dir(args.out)
     checks.policy_checkpoint(args.checkpoint)
@@ -87,7 +88,7 @@ def run(args) -> int:
     pending = None
     if args.measure == "sim":  # the graph imports (TensorFlow) in another process meanwhile
         from gplace.opgraph_cache import finish, prefetch
-        pending = prefetch(args.model, signature=args.signature)
+        pending = prefetch(args.model, options.get("unknown_dim", 1), signature=args.signature)
     from gplace.place import place  # numba, the placers
     if args.finetune or args.measure != "sim":
         import torch  # noqa: F401 - fine-tuning's policy (1-2 s): beside the graph's import
@@ -99,7 +100,7 @@ def run(args) -> int:
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
                    loss=args.loss, polish=args.polish, screen=args.screen,
-                   optimal=args.optimal, **models.import_options(args))
+                   optimal=args.optimal, **options)
     exact = result.exact
     try:
         files = result.export(out)

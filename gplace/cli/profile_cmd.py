@@ -37,6 +37,10 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--loss", default=None, metavar="NAME",
                    help="the op that ends a training step (default: step_loss, or else the one "
                         "op nothing in the imported step consumes)")
+    p.add_argument("--unknown-dim", type=checks.count(1, 2**31 - 1, "--unknown-dim"), default=1,
+                   metavar="N", help="the size given to unknown dimensions, such as a "
+                                     "signature's None batch: run the step with inputs of that "
+                                     "size, as place --unknown-dim N places it (default: 1)")
     p.add_argument("--allow-unsafe", action="store_true",
                    help="run ops off gplace's list of ops without side effects (files, Python, "
                         "network; see gplace/real/allowlist.py)")
@@ -65,9 +69,11 @@ def run(args) -> int:
     from gplace.profiler import ProfileConfig, profile_graph
     from gplace.real.measurer import runnable_step
     from gplace.report import source_graph_def
-    graph = load_graph(str(model))  # its name is what the cost model matches the profile by
+    # its name is what the cost model matches the profile by
+    graph = load_graph(str(model), unknown_dim=args.unknown_dim)
     graph_def, fetch = runnable_step(source_graph_def(str(model)), graph.names.tolist(),
-                                     args.allow_unsafe, args.loss, runner="gplace profile")
+                                     args.allow_unsafe, args.loss, runner="gplace profile",
+                                     unknown_dim=args.unknown_dim)
     for node in graph_def.node:  # measured on this CPU, wherever the graph was placed before
         node.device = ""
     start = time.perf_counter()

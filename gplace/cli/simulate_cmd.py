@@ -124,6 +124,11 @@ def run(args) -> int:
         recorded = _recorded(args.placement, "signature")  # the SavedModel signature placed
         if recorded:
             options["signature"] = recorded
+    if args.placement and "unknown_dim" not in options and not str(args.model).lower().endswith(
+            (".pt2", ".npz")):
+        recorded = _recorded(args.placement, "unknown_dim")  # the size it was placed with
+        if isinstance(recorded, int) and recorded >= 1:
+            options["unknown_dim"] = recorded
     graph = models.load_model(args.model, **options)
     model = CostModel.load(args.cost_model) if args.cost_model else cost_model_for(args.model)
     problem = PlacementProblem.build(graph, cluster, model, CoarsenConfig(args.max_units))

@@ -27,7 +27,7 @@ from gplace.importer.reader import read_graph
 from gplace.tfimport import tensorflow
 
 TORCH_OPTIONS = ("optimizer", "trust")  # load_graph's options of a .pt2 program
-IMPORTER_VERSION = 5  # bump when imported graphs change (caches key on it)
+IMPORTER_VERSION = 6  # bump when imported graphs change (caches key on it)
 NEXT_ITERATION = ("NextIteration", "RefNextIteration")
 VARIABLE_OPS = ("VarHandleOp", "VariableV2", "Variable", "_VarHandlesOp")
 BODY_ATTRS = {"While": ("cond", "body"), "StatelessWhile": ("cond", "body"),
@@ -234,6 +234,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
             "cpu_only_ops": one_kind[0], "gpu_only_ops": one_kind[1],
             "shapeless_variables": _shapeless_variables(nodes, data, outs),
             "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
+            "sized_inputs": info.sized,
             "shape_inference": "tensorflow" if info.tf_graph is not None
             else f"grappler only; tf.Graph import failed: {info.inference_error}",
             "flops_from_tf_registry": from_tf, "notes": info.notes + body_notes}})

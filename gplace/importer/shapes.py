@@ -32,6 +32,8 @@ class ShapeInfo:
     tf_graph: object | None                   # the tf.Graph when inference ran, else None
     inference_error: str = ""                 # why TF's shape inference was unavailable
     notes: list[str] = field(default_factory=list)
+    sized: list[str] = field(default_factory=list)  # placeholders whose unknown dims got
+                                                    # unknown_dim (a None batch)
 
 
 _DTYPE_SIZE: dict[str, int] = {}
@@ -272,10 +274,7 @@ def infer_shapes(graph_def, unknown_dim: int = 1) -> ShapeInfo:
                            from_static + [None] * len(inferred), inferred)])
     notes = [f"{len(replaced)} ops of unregistered types got generic costs: "
              f"{', '.join(replaced[:5])}"] if replaced else []
-    notes += [f"{len(sized)} placeholder{'s' if len(sized) > 1 else ''} with unknown "
-              f"dimensions (a None batch) given size {unknown_dim} (--unknown-dim): "
-              f"{', '.join(sized[:5])}"] if sized else []
-    return ShapeInfo(dtypes, shapes, graph, notes=notes)
+    return ShapeInfo(dtypes, shapes, graph, notes=notes, sized=sized)
 
 
 def _grappler_shapes(graph_def, with_dtypes: bool = False) -> dict[str, list]:

@@ -122,7 +122,8 @@ class RealMeasurer:
                  log: Callable[[str], None] | None = None):
         self.problem, self.config = problem, config or RealConfig()
         self.graph_def, self.fetch = runnable_step(
-            graph_def, problem.graph.names.tolist(), self.config.allow_unsafe, self.config.fetch)
+            graph_def, problem.graph.names.tolist(), self.config.allow_unsafe, self.config.fetch,
+            unknown_dim=problem.graph.meta.get("import", {}).get("unknown_dim", 1))
         n = worker_tasks(problem)
         if any(f"/job:{JOB}" not in d.tf_device.lower() for d in problem.cluster.devices):
             from gplace.cluster import tf_devices
@@ -284,17 +285,31 @@ RESOURCE = 20  # DT_RESOURCE in tensorflow/core/framework/types.proto
 
 
 def runnable_step(graph_def, op_names: list[str], allow_unsafe: bool = False,
-                  fetch: str | None = None, runner: str = "--measure real") -> tuple[Any, str]:
+                  fetch: str | None = None, runner: str = "--measure real",
+                  unknown_dim: int = 1) -> tuple[Any, str]:
     """(GraphDef, step op): the step as it runs for real, ``graph_def`` (or a graph file's;
     functions inlined as gplace.report.source_graph_def does) cut to the imported step's ops
     ``op_names`` (no initializers, checkpoint ops or other signatures: gplace.importer.step),
     and the op a step runs (step_op). UnsafeOpError or ConfigError, before anything runs,
     for a step with ops off the allowlist (check_safe), one that cannot run
-    (check_runnable), or one without a clear end."""
+    (check_runnable), or one without a clear end. Placeholders' unknown dimensions (a None
+    batch) become ``unknown_dim``, the size the import gave them, so the step runs with the
+    inputs it was placed for."""
     step = step_graph_def(_read_graph_def(graph_def), op_names)
+    _size_placeholders(step, unknown_dim)
     check_safe(step, allow_unsafe)
     check_runnable(step, op_names, runner)
     return step, step_op(step, fetch, runner)
+
+
+def _size_placeholders(graph_def, unknown_dim: int) -> None:
+    """Sets each placeholder's unknown dimensions (-1 in its shape attr) to ``unknown_dim``."""
+    from gplace.profiler import PLACEHOLDERS
+    for node in graph_def.node:
+        if node.op in PLACEHOLDERS and "shape" in node.attr:
+            for dim in node.attr["shape"].shape.dim:
+                if dim.size < 0:
+                    dim.size = unknown_dim
 
 
 def check_runnable(graph_def, op_names: list[str], runner: str = "--measure real") -> None:

@@ -189,3 +189,38 @@ def test_simulate_uses_the_cluster_as_it_was_placed_on(tmp_path):
                     "--json")
     assert json.loads(preset.stdout)["step_time_s"] != pytest.approx(
         json.loads(placed.stdout)["step_time_s"], rel=1e-3)
+
+
+def test_a_none_batch_is_placed_at_the_unknown_dim_given_and_simulated_so_again(tmp_path):
+    """place says how it sized a None batch and takes --unknown-dim; placement.json records
+    the size, so simulate --placement imports the graph as it was placed."""
+    from gplace.tfimport import tensorflow
+    tf = tensorflow()
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [None, 256], name="x")
+        w = v1.get_variable("w", [256, 512], use_resource=True)
+        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
+    tf.io.write_graph(graph.as_graph_def(), str(tmp_path), "g.pb", as_text=False)
+    model = tmp_path / "g.pb"
+    one = gplace("place", model, "--polish", "0", "--out", tmp_path / "one")
+    assert one.returncode == 0, one.stderr
+    assert "1 input with unknown dimensions (x) given size 1 in each: a None batch counts as " \
+        "a batch of 1; give the batch size with --unknown-dim N" in one.stdout
+    big = gplace("place", model, "--unknown-dim", "4096", "--polish", "0", "--out",
+                 tmp_path / "big", "--json")
+    assert big.returncode == 0, big.stderr
+    placement = tmp_path / "big" / "placement.json"
+    assert json.loads(placement.read_text())["unknown_dim"] == 4096
+    sim = gplace("simulate", model, "--placement", placement, "--json")
+    assert sim.returncode == 0, sim.stderr
+    step = json.loads(big.stdout)["step_time_s"]
+    assert json.loads(sim.stdout)["step_time_s"] == pytest.approx(step, rel=1e-9)
+    assert step > 10 * json.loads(gplace("simulate", model, "--placement", tmp_path / "one" /
+                                          "placement.json", "--json").stdout)["step_time_s"]
+    saved = gplace("inspect", model, "--save", tmp_path / "g.npz")
+    assert saved.returncode == 0, saved.stderr
+    imported = gplace("place", tmp_path / "g.npz", "--unknown-dim", "8")
+    assert imported.returncode == 2 and "--unknown-dim sizes the unknown dimensions of a " \
+        "TensorFlow graph as it is imported" in imported.stderr

@@ -209,11 +209,14 @@ def test_a_none_batch_is_named_with_the_size_it_was_given():
         x = v1.placeholder(tf.float32, [None, 32], name="x")
         w = v1.get_variable("w", [32, 16], use_resource=True)
         v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
+    from gplace.summary import import_note
     for size in (1, 64):
         g = gplace.load_graph(graph.as_graph_def(), unknown_dim=size)
-        assert f"1 placeholder with unknown dimensions (a None batch) given size {size} " \
-            "(--unknown-dim): x" in g.meta["import"]["notes"]
+        assert g.meta["import"]["sized_inputs"] == ["x"]
         assert g.out_bytes[g.out_ptr[list(g.names).index("x")]] == size * 32 * 4
+        note = import_note(g)
+        assert f"1 input with unknown dimensions (x) given size {size} in each" in note
+        assert ("give the batch size with --unknown-dim N" in note) == (size == 1)
 
 
 def test_a_signature_whose_outputs_are_not_in_the_graph_is_named(tmp_path, tf2_step,
