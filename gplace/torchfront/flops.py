@@ -2,7 +2,10 @@
 
 Where ``torch.utils.flop_counter`` has a formula (matrix products, convolutions and their
 backward, attention), the node gets exactly that count, computed from the shapes in
-``node.meta["val"]``: the figure FlopCounterMode would report for the same op. Fused attention
+``node.meta["val"]``: the figure FlopCounterMode would report for the same op, except a grouped
+convolution's weight gradient, which the counter counts as if the convolution were not grouped
+(``groups`` times too many: 48x on a depthwise layer of 48 channels) and which is counted here
+as its forward (:func:`_grouped_conv_backward`). Fused attention
 kernels it has no formula for (the CPU flash kernel) get the same products' count
 (:func:`attention_flops`). Every other
 node gets gplace's estimate for the matching TensorFlow op (gplace/importer/flops.py): output
@@ -72,8 +75,10 @@ def node_flops(node: fx.Node, update_flops_per_element: int = 2) -> NodeFlops:
     packet = getattr(node.target, "overloadpacket", None)
     if packet is not None and packet in flop_registry:
         args, kwargs = tree_map(_val, (node.args, node.kwargs))
-        return NodeFlops(float(flop_registry[packet](*args, **kwargs,
-                                                     out_val=node.meta.get("val"))), 0.0)
+        count = flop_registry[packet]
+        if packet is torch.ops.aten.convolution_backward and len(args) > 10 and args[9] > 1:
+            return NodeFlops(_grouped_conv_backward(count, args, kwargs, node), 0.0)
+        return NodeFlops(float(count(*args, **kwargs, out_val=node.meta.get("val"))), 0.0)
     name = aten_name(node.target)
     if "scaled_dot_product" in name and "attention" in name:
         return NodeFlops(0.0, attention_flops(name, node.args))
@@ -88,6 +93,17 @@ def node_flops(node: fx.Node, update_flops_per_element: int = 2) -> NodeFlops:
     if name in REDUCTIONS:
         return NodeFlops(0.0, float(inputs))
     return NodeFlops(0.0, float(PER_ELEMENT.get(name, 0) * max(out, inputs)))
+
+
+def _grouped_conv_backward(count, args, kwargs, node) -> float:
+    """convolution_backward with ``groups`` > 1: the counter's input gradient, and its weight
+    gradient divided by ``groups`` (it contracts every input channel with every output
+    channel, where each group's output channels read only that group's inputs)."""
+    val, mask = node.meta.get("val"), list(args[10])
+    both = float(count(*args, **kwargs, out_val=val))
+    without_weight = [*args[:10], [mask[0], False, *mask[2:]], *args[11:]]
+    inputs_only = float(count(*without_weight, **kwargs, out_val=val))
+    return inputs_only + (both - inputs_only) / args[9]
 
 
 def attention_flops(name: str, args) -> float:

@@ -51,6 +51,23 @@ def test_counted_flops_of_one_linear_layer_by_hand(tmp_path):
     assert forward_backward_counted(graph) == 4 * 4 * 16 * 8
 
 
+def test_a_depthwise_convolution_counts_its_weight_gradient_once_per_group(tmp_path):
+    """A depthwise 3x3 conv (C groups of one channel), loss = sum(y): forward 2*B*C*H*W*9; the
+    weight gradient as many (each output channel reads one input channel, not all C: the
+    counter's formula takes C times that); no input gradient (x is an input)."""
+    class Depthwise(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16, bias=False)
+
+        def forward(self, x):
+            return self.conv(x).sum()
+    path = tmp_path / "dw.pt2"
+    torch.export.save(torch.export.export(Depthwise(), (torch.randn(2, 16, 8, 8),)), path)
+    graph = gplace.load_graph(path)
+    assert forward_backward_counted(graph) == 2 * (2 * 2 * 16 * 8 * 8 * 9)
+
+
 def test_bytes_and_parameters(step_of):
     step, graph = step_of("cnn", "adam")
     params = sum(p.numel() * 4 for p in step.params)
