@@ -68,8 +68,10 @@ def render(s: dict) -> str:
            "gplace.load_graph keeps them)"] if (left := _left_out(im)) else []),
         f"edges          {s['edges']:,} data, {s['control_edges']:,} control",
         f"groups         {s['groups']:,} colocation groups",
-        f"flops          {s['flops']:.4g} ({im.get('flops_from_tf_registry', 0):,} ops from "
-        "TensorFlow's statistics, the rest estimated)" + _half_note(s),
+        f"flops          {s['flops']:.4g} (" + (
+            f"{im['flops_from_torch_counter']:.4g} from torch.utils.flop_counter's formulas, "
+            f"the rest estimated" if "flops_from_torch_counter" in im else f"{im.get('flops_from_tf_registry', 0):,} ops from TensorFlow's statistics, "
+                 "the rest estimated") + ")" + _half_note(s),
         f"params         {s['param_bytes'] / 2**20:,.1f} MiB (variables, optimizer slots "
         "included)",
         f"loops          {im.get('loops', 0)} TF1 loop frames" + _loop_note(s),

@@ -68,8 +68,9 @@ def _import_summary(graph: OpGraph, step, seconds: float) -> dict:
             "inlined_functions": {}, "kept_function_ops": {},
             "shape_inference": "torch.export example inputs",
             "notes": [f"optimizer {step.optimizer.describe()}",
-                      f"FLOPs {counted:.4g} from torch.utils.flop_counter's formulas, "
-                      f"{graph.flops.sum() - counted:.4g} estimated (gplace.torchfront.flops)"],
+                      "FLOPs: torch.utils.flop_counter's formulas for matrix products, "
+                      "convolutions and attention, gplace's estimates for the rest "
+                      "(gplace.torchfront.flops)"],
             "seconds": round(seconds, 4)}
 
 
