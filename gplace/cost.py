@@ -21,6 +21,11 @@ inside a loop frame runs every iteration. Without recorded runs every op runs on
 modelled: the memory a loop's stacks hold for the backward pass (one tensor per iteration; the
 simulator counts one), and iterations overlapping across devices (a body split over devices is
 charged as if its iterations ran one after another).
+
+Functional While loops (one op each): the import counts their body's FLOPs times the trip
+count where the graph fixes it, once otherwise; a profile of the graph that measured the trips
+of a loop counted once (``meta["loop_trips"]``, gplace.profiler) multiplies its roofline
+estimates by them (``OpCosts.loop_trips``).
 """
 
 from __future__ import annotations
@@ -65,6 +70,7 @@ class OpCosts(NamedTuple):
     estimated: np.ndarray     # (devices,) bool: some op's time on the device is a roofline estimate
     notes: tuple[str, ...]    # one line per device: "gpu0 (k80): roofline, efficiency 0.50"
     runs: np.ndarray | None = None  # (ops,) int64 executions per step (None: 1 each)
+    loop_trips: dict | None = None  # While op counted once by the import -> measured trips
 
     @property
     def summary(self) -> str:
@@ -184,9 +190,12 @@ class CostModel:
         measured = np.zeros((n, nd), bool)
         notes = []
         runs = self.runs(graph)
+        trips = self.loop_trips(graph)
+        looped = np.array([graph.index(name) for name in trips], np.int64)
         for d, device in enumerate(cluster.devices):
             eff, source = self.efficiency(device.kind)
             time_s[:, d] = roofline_s(graph, device, eff, runs)
+            time_s[looped, d] *= np.array(list(trips.values()), np.float64)
             profile = self.profiles.get((device.kind, graph.meta.get("name", "")))
             if profile is not None:
                 t, found = profile.times_for(graph.names)
@@ -199,7 +208,18 @@ class CostModel:
             notes.append(f"{device.name} ({device.kind}): {what}"
                          + ("" if count == n else f", efficiency {eff:.3g} ({source})"))
         return OpCosts(time_s, temp, graph.output_bytes, measured, ~measured.all(axis=0)
-                       if n else np.zeros(nd, bool), tuple(notes), runs)
+                       if n else np.zeros(nd, bool), tuple(notes), runs, trips or None)
+
+    def loop_trips(self, graph: OpGraph) -> dict[str, int]:
+        """{While op: trips} measured by a profile of ``graph`` for the functional loops its
+        import counted as one trip (the graph does not fix their trip count)."""
+        once = set(graph.meta.get("import", {}).get("while_counted_once", []))
+        for (_, name), profile in self.profiles.items():
+            measured = profile.meta.get("loop_trips") or {}
+            if name == graph.meta.get("name", "") and measured and once:
+                return {op: int(t) for op, t in sorted(measured.items())
+                        if op in once and int(t) > 0}
+        return {}
 
     def runs(self, graph: OpGraph) -> np.ndarray | None:
         """(ops,) executions per step from the first profile of ``graph`` that recorded them

@@ -23,6 +23,12 @@ Fields, per op and traced step, then the median over steps:
   the TF1 loops around it, 1 outside loops. The simulator runs a loop body once with these
   summed times, and repeats a transfer or a roofline estimate by the runs (``gplace.cost``).
 
+A functional While (TF2's ``tf.while_loop``) is one op of the graph, and TensorFlow runs it
+lowered, its cond and body inlined under the op's name: the times of those nodes are the While
+op's time, and the runs of its LoopCond (one per trip, one to exit) give its trips per step,
+``meta["loop_trips"]``, which scale its estimates on other devices where the graph does not fix
+the trip count (``gplace.cost``).
+
 Step time (``CostProfile.step_time_s``): the median over the traced steps of the step's span in
 step_stats (first op start to last op end), the same steps the op times come from, so
 ``coverage`` = sum of op times / step time is the share of the step the kernels explain; the rest
@@ -69,25 +75,53 @@ class OpStats:
     output_bytes: int = 0
     temp_bytes: int = 0
     runs: int = 0
+    loop_conds: int = 0  # a functional While: its lowered LoopCond's runs (trips + 1)
 
 
-def step_op_stats(step_stats, graph_names: set[str]) -> dict[str, OpStats]:
-    """Per-op stats of one traced step; names are stripped of ``:...`` and kept if in the graph."""
+def step_op_stats(step_stats, graph_names: set[str],
+                  loops: frozenset[str] = frozenset()) -> dict[str, OpStats]:
+    """Per-op stats of one traced step; names are stripped of ``:...`` and kept if in the graph.
+    A functional While of ``loops`` runs lowered (tensorflow/core/common_runtime/
+    lower_while_op.cc: its cond and body inlined under ``<while name>/``, one execution per
+    iteration): those nodes' times are its time, and its LoopCond's runs count its trips."""
     stats: dict[str, OpStats] = {}
     for dev in step_stats.dev_stats:
         for ns in dev.node_stats:
             name = ns.node_name.split(":")[0]
-            if name not in graph_names:
+            loop = None if name in graph_names else _owning_loop(name, loops)
+            if name not in graph_names and loop is None:
                 continue
-            s = stats.setdefault(name, OpStats())
+            s = stats.setdefault(loop or name, OpStats())
             end = ns.op_end_rel_nanos or ns.op_end_rel_micros * 1000
             s.time_s += end * 1e-9
+            if loop is not None:  # the While op runs once per step, its body once per trip
+                s.runs = 1
+                s.loop_conds += name.startswith(f"{loop}/LoopCond/")
+                continue
             s.runs += 1
             out = sum(o.tensor_description.allocation_description.requested_bytes
                       for o in ns.output)
             s.output_bytes = max(s.output_bytes, out)
             s.temp_bytes = max(s.temp_bytes, ns.memory_stats.temp_memory_size)
     return stats
+
+
+def _owning_loop(name: str, loops: frozenset[str]) -> str | None:
+    """The outermost While of ``loops`` whose lowered nodes ``name`` is one of, or None."""
+    if not loops:
+        return None
+    parts = name.split("/")
+    for k in range(1, len(parts)):
+        if "/".join(parts[:k]) in loops:
+            return "/".join(parts[:k])
+    return None
+
+
+def loop_trips(steps: list[dict[str, OpStats]], loops: frozenset[str]) -> dict[str, int]:
+    """{While op: median trips per step} of the loops the traced steps ran lowered."""
+    seen = sorted(n for n in loops if any(st.get(n) and st[n].loop_conds for st in steps))
+    return {n: int(np.median([max((st[n].loop_conds if n in st else 0) - 1, 0)
+                              for st in steps])) for n in seen}
 
 
 def step_span_s(step_stats) -> float:
@@ -220,6 +254,7 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
                   cfg: ProfileConfig = ProfileConfig()) -> CostProfile:
     """Runs the step graph and returns its CostProfile (see the module docstring)."""
     import tensorflow as tf
+    loops = frozenset(n.name for n in graph_def.node if n.op in ("While", "StatelessWhile"))
     with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names, feeds):
         for _ in range(cfg.warmup_steps):
             sess.run(target, feeds)
@@ -229,7 +264,7 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
             t0 = time.perf_counter()
             sess.run(target, feeds, options=options, run_metadata=md)
             traced_wall.append(time.perf_counter() - t0)
-            steps.append(step_op_stats(md.step_stats, graph_names))
+            steps.append(step_op_stats(md.step_stats, graph_names, loops))
             spans.append(step_span_s(md.step_stats))
         timed = []
         for _ in range(cfg.timed_steps):
@@ -253,6 +288,7 @@ def profile_graph(graph_def, name: str, fetch: str = "step_loss",
                                           for st, sp in zip(steps, spans) if sp > 0] or [0.0])),
         "onednn_opts": __import__("os").environ.get("TF_ENABLE_ONEDNN_OPTS", "unset"),
         "grappler": "off (disable_meta_optimizer, L0)",
+        **({"loop_trips": trips} if (trips := loop_trips(steps, loops)) else {}),
         "date": date.today().isoformat(),
     }
     return CostProfile(graph=name, device_kind="cpu", machine=machine_description(),
@@ -267,6 +303,7 @@ def count_runs(graph_def, fetch: str = "step_loss", cfg: ProfileConfig = Profile
     op; ops that did not run are absent), after one untraced step. The counts, not the times,
     of :func:`profile_graph`, for a profile measured before it recorded them."""
     import tensorflow as tf
+    loops = frozenset(n.name for n in graph_def.node if n.op in ("While", "StatelessWhile"))
     with _step_session(graph_def, fetch, cfg) as (sess, target, options, graph_names, feeds):
         sess.run(target, feeds)
         md = tf.compat.v1.RunMetadata()

@@ -150,11 +150,19 @@ def left_out_text(graph) -> str:
 
 def loop_caveat(graph, problem) -> str:
     """What the costs leave out of a graph with TF1 loops and no run counts (no profile that
-    records them): the iterations, so the loop's estimated times and crossings count once."""
+    records them): the iterations, so the loop's estimated times and crossings count once;
+    and of functional While loops whose trip count neither the graph nor a profile gives."""
     notes = graph.meta.get("import", {}).get("notes", [])
     once = sum("functional While, cost of one iteration" in n for n in notes)
+    measured = problem.costs.loop_trips or {}
+    once -= len(measured)
     functional = (f"; {once} functional While loop{'s' if once > 1 else ''} counted as one "
-                  "iteration (the trip count is not fixed in the graph)") if once else ""
+                  "iteration (the trip count is not fixed in the graph; gplace profile "
+                  "measures it)") if once > 0 else ""
+    if measured:
+        shown = ", ".join(f"{n} {t:,}" for n, t in list(measured.items())[:2])
+        functional += (f"; functional While trips from the profile: {shown}"
+                       + (", ..." if len(measured) > 2 else ""))
     loops = graph.meta.get("import", {}).get("loops", 0)
     if not loops or problem.costs.runs is not None:
         return functional

@@ -113,6 +113,65 @@ def test_loop_ops_count_one_run_per_iteration():
     assert outside and {runs[o] for o in outside} == {1}
 
 
+def test_a_lowered_functional_while_is_its_ops_time_and_its_loop_conds_count_its_trips():
+    ss = step(node("while", 0, 0),  # a graph op named like the loop's prefix stays its own
+              node("while/body/_1/MatMul", 1000, 400), node("while/body/_1/MatMul", 2000, 600),
+              node("while/LoopCond/_9", 3000, 5), node("while/LoopCond/_9", 3500, 5),
+              node("while/LoopCond/_9", 3900, 5),
+              node("while/body/_1/inner/LoopCond/_3", 4000, 5),  # a nested loop's: not a trip
+              node("while_1/body/_2/Tanh", 5000, 50),  # another op's prefix, not a loop
+              node("other", 6000, 70))
+    loops = frozenset({"while"})
+    stats = profiler.step_op_stats(ss, {"while", "other"}, loops)
+    assert set(stats) == {"while", "other"}
+    assert stats["while"].time_s == pytest.approx(1.02e-6)  # 0 + 400 + 600 + 3 x 5 + 5 ns
+    assert stats["while"].runs == 1 and stats["while"].loop_conds == 3
+    assert profiler.loop_trips([stats, stats], loops) == {"while": 2}
+
+
+def while_step_graph(trips: int = 7):
+    """A TF1-style training step with a TF2 (functional) while_loop whose trip count the graph
+    does not fix: its bound is a PlaceholderWithDefault."""
+    from tensorflow.python.ops import while_v2
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        x = v1.placeholder(tf.float32, [8, 32], name="x")
+        w = v1.get_variable("w", [32, 32], use_resource=True)
+        n = v1.placeholder_with_default(tf.constant(trips), [], name="n")
+        # while_v2 itself: tf.while_loop builds TF1 loops once another test turned v2 off
+        _, h = while_v2.while_loop(lambda i, h: i < n,
+                                   lambda i, h: (i + 1, tf.tanh(tf.matmul(h, w))), [0, x])
+        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(h), name="train")
+    return graph.as_graph_def()
+
+
+def test_a_profile_measures_a_functional_while_and_its_trips_scale_its_estimates():
+    from gplace.cluster import load_cluster
+    from gplace.cost import CostModel
+    from gplace.importer import load_graph
+    from gplace.problem import PlacementProblem
+    from gplace.summary import loop_caveat
+    gd = while_step_graph(7)
+    loops = [n.name for n in gd.node if n.op in ("While", "StatelessWhile")]
+    assert len(loops) == 2  # the loop and its gradient's
+    graph = load_graph(gd, name="wl")
+    assert sorted(graph.meta["import"]["while_counted_once"]) == sorted(loops)
+    profile = profiler.profile_graph(gd, "wl", "train", profiler.ProfileConfig(traced_steps=2))
+    assert profile.meta["loop_trips"] == {name: 7 for name in loops}
+    times, found = profile.times_for(np.asarray(loops))
+    assert found.all() and (times > 0).all()
+    cluster = load_cluster("post-4gpu")
+    plain, scaled = (PlacementProblem.build(graph, cluster, CostModel(profiles=p))
+                     for p in ([], [profile]))
+    at = [graph.index(name) for name in loops]
+    gpu = 1  # roofline on a K80: 7 trips' worth
+    assert scaled.costs.time_s[at, gpu] == pytest.approx(7 * plain.costs.time_s[at, gpu])
+    assert "counted as one iteration" in loop_caveat(graph, plain)
+    assert "trips from the profile" in loop_caveat(graph, scaled) and \
+        "counted as one iteration" not in loop_caveat(graph, scaled)
+
+
 def bn_model(keras):
     """Functional, as keras.applications are: classic tf-keras then builds the model once on a
     Placeholder, with batch-norm updates of its own that the step must not pick up."""

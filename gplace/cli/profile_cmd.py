@@ -86,12 +86,17 @@ def run(args) -> int:
                "graph_ops": graph.num_ops, "step_time_s": profile.step_time_s,
                "coverage": round(profile.coverage, 4),
                "max_runs_per_op": int(runs.max()) if runs is not None and runs.size else 1,
+               "loop_trips": profile.meta.get("loop_trips") or {},
                "machine": profile.machine, "seconds": round(time.perf_counter() - start, 1)}
     if args.json:
         print(plain_json(summary))
         return 0
     loops = (f"; TF1 loops: up to {summary['max_runs_per_op']} runs per op"
              if summary["max_runs_per_op"] > 1 else "")
+    trips = profile.meta.get("loop_trips") or {}
+    if trips:
+        shown = ", ".join(f"{n} {t:,}" for n, t in list(trips.items())[:3])
+        loops += (f"; functional While trips: {shown}" + (", ..." if len(trips) > 3 else ""))
     use = ("gplace place, simulate and bench now read it: its times for devices of kind cpu "
            "(clusters local and local-procs), its run counts on every cluster"
            if out.resolve() == beside.resolve()

@@ -210,7 +210,8 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
     in_shapes = _input_shapes(len(nodes), e_src, e_out, e_dst, outs["shapes_per_op"])
     op_flops, from_tf = flops_mod.op_flops(nodes, outs["shapes_per_op"], in_shapes,
                                            info.tf_graph, unknown_dim)
-    body_notes = _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth)
+    body_notes, counted_once = _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim,
+                                               depth)
     one_kind = _one_kind_ops(op_types) if depth == 0 else ({}, {})
     frames = sorted({n.attr["frame_name"].s.decode() for n in nodes
                      if n.op in ("Enter", "RefEnter") and "frame_name" in n.attr})
@@ -234,7 +235,7 @@ def build_op_graph(graph_def, unknown_dim: int = 1, inline: bool = True, name: s
             "cpu_only_ops": one_kind[0], "gpu_only_ops": one_kind[1],
             "shapeless_variables": _shapeless_variables(nodes, data, outs),
             "unknown_dim": unknown_dim, "outputs_with_unknown_dims": outs["unknown"],
-            "sized_inputs": info.sized,
+            "sized_inputs": info.sized, "while_counted_once": counted_once,
             "shape_inference": "tensorflow" if info.tf_graph is not None
             else f"grappler only; tf.Graph import failed: {info.inference_error}",
             "flops_from_tf_registry": from_tf, "notes": info.notes + body_notes}})
@@ -405,12 +406,14 @@ def _shapeless_variables(nodes, data, outs) -> int:
     return len(shapeless)
 
 
-def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> list[str]:
+def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim,
+                    depth) -> tuple[list[str], list[str]]:
     """Kept functional ops (While, If) get the FLOPs of their bodies: If the larger branch;
     While one trip of cond + body times its trip count where the graph fixes it
     (gplace.importer.trips), one trip otherwise (a cap on a loop that exits on its data is not
-    its trip count)."""
-    notes = []
+    its trip count). (notes, the While ops counted as one trip: a profile's measured trips
+    scale their estimates, gplace.cost)."""
+    notes, once = [], []
     library = {f.signature.name: f for f in graph_def.library.function}
     by_name = {n.name: n for n in nodes}
     fixed = trips.fixed_trips([n for n in nodes if "While" in n.op], by_name, library)
@@ -426,12 +429,14 @@ def _add_body_flops(op_flops, nodes, graph_def, report, unknown_dim, depth) -> l
             op_flops[k] += runs * sum(costs) if "While" in node.op or not attrs else max(costs)
         if depth == 0 and "While" in node.op:
             cap = trips.while_trips(node, by_name)
+            if not why:
+                once.append(node.name)
             notes.append(f"{node.name}: functional While, " + (
                 f"{runs} iterations ({why})" if why
                 else f"cost of one iteration (it runs at most {cap:,}: the "
                 "condition reads its data)" if cap > 1
                 else "cost of one iteration (its trip count is not fixed in the graph)"))
-    return notes
+    return notes, once
 
 
 def _function_flops(library, fname, unknown_dim, depth) -> float:
