@@ -129,6 +129,22 @@ def test_op_types_are_the_policys_vocabulary(step_of):
         assert known > 0.8, (name, known)
 
 
+def test_an_embedding_bag_reads_as_the_gather_and_segment_sum_the_policy_knows(tmp_path):
+    class Bags(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = torch.nn.EmbeddingBag(100, 8, mode="sum")
+
+        def forward(self, ids, offsets):
+            return self.bag(ids, offsets).square().sum()
+    path = tmp_path / "bags.pt2"
+    batch = (torch.randint(0, 100, (12,)), torch.tensor([0, 4, 8]))
+    torch.export.save(torch.export.export(Bags(), batch), path)
+    types = set(gplace.load_graph(path).op_types.tolist())
+    assert {"ResourceGather", "UnsortedSegmentSum"} <= types
+    assert not any(t.startswith("_embedding_bag") for t in types)
+
+
 def test_backward_ops_are_named_as_gradients(step_of):
     _, graph = step_of("gpt")
     roles = np.asarray(graph.meta["torch"]["roles"])
