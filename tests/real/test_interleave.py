@@ -88,7 +88,7 @@ class FakeChild:
 def measurer(monkeypatch):
     monkeypatch.setattr("gplace.real.measurer.RunnerChild", FakeChild)
     monkeypatch.setattr("gplace.real.measurer.runnable_step",  # no graph to cut or check
-                        lambda graph_def, *args: (graph_def, "step_loss"))
+                        lambda graph_def, *args, **kwargs: (graph_def, "step_loss"))
     FakeChild.log, FakeChild.noisy, FakeChild.dies_on, FakeChild.started = [], set(), None, 0
     FakeChild.device_cost, FakeChild.errors = None, {}
     graph = OpGraph.from_lists([1e6, 1e6, 1e6], [4, 4, 4], edges=[(0, 1), (1, 2)])
