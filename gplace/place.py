@@ -169,6 +169,10 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
         zero_bar = _ZeroShotBar() if progress else None
         zero_progress = zero_bar.update_to if zero_bar else None
         if estimate_binds(problem):  # memory is tight: which estimate steers best?
+            if progress:
+                print("gplace: GPU memory is tight for this graph: zero-shot runs under two "
+                      "estimates of the memory each op holds, and the search follows the one "
+                      "whose placement simulates fastest", file=log, flush=True)
             search, zero, starts = _memory_estimate(placer, problem, measurer, zero_progress)
         bar = _SamplesBar(finetune, before=zero_bar) if progress and finetune else None
         tuned = placer.place(search, measurer, finetune,
@@ -444,17 +448,20 @@ class _SamplesBar:
         self.total, self.bar, self.before = total, None, before
 
     def update_to(self, used: int, best: float) -> None:
-        if self.bar is None:
-            self._open("fine-tuning", "sample")
+        if self.bar is None:  # no time left: a sample's cost grows as the screened local
+            # moves take over (4-8x on graphs of 20,000+ groups), so tqdm's guess is far off
+            self._open("fine-tuning", "sample", "{desc}: {percentage:3.0f}%|{bar}| "
+                                                "{n_fmt}/{total_fmt} [{elapsed}{postfix}]")
         self.bar.set_postfix_str(f"best {best * 1e3:.3f} ms", refresh=False)
         self.bar.update(used - self.bar.n)
 
-    def _open(self, desc: str, unit: str) -> None:
+    def _open(self, desc: str, unit: str, bar_format: str | None = None) -> None:
         from tqdm import tqdm
         for bar in (self.before, self):
             if bar is not None:
                 bar.close()
-        self.bar = tqdm(total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False)
+        self.bar = tqdm(total=self.total, desc=desc, unit=unit, file=sys.stderr, leave=False,
+                        bar_format=bar_format)
 
     def close(self) -> None:
         if self.bar is not None:
@@ -469,11 +476,13 @@ class _ZeroShotBar(_SamplesBar):
     def __init__(self):
         super().__init__(0)
 
+    UNITS = {"rollout": "batch", "replays": "replay"}  # by the stage's first word
+
     def update_to(self, stage: str, done: int, total: int) -> None:
         if self.bar is None or self.bar.desc != f"zero-shot {stage}" or \
                 self.bar.total != total or done < self.bar.n:
             self.total = total
-            self._open(f"zero-shot {stage}", stage[:-1])
+            self._open(f"zero-shot {stage}", self.UNITS.get(stage.split()[0], "step"))
         self.bar.update(done - self.bar.n)
         if done >= total:  # a finished stage leaves the screen: --measure real measures for
             self.close()   # minutes before the next bar, and this one's clock would run on

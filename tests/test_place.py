@@ -463,3 +463,30 @@ def test_a_torch_module_gets_the_export_recipe():
 
     with pytest.raises(GraphError, match=r"cannot import a PyTorch MyNet object; .*torch.export"):
         gplace.load_graph(MyNet())
+
+
+def test_progress_bars_count_what_they_say_and_fine_tuning_guesses_no_time_left(capsys):
+    from gplace.place import _SamplesBar, _ZeroShotBar
+    zero = _ZeroShotBar()
+    zero.update_to("rollout batches", 1, 4)
+    zero.close()
+    samples = _SamplesBar(10)
+    samples.update_to(3, 0.012)
+    samples.bar.refresh()  # within tqdm's minimum interval it would not redraw
+    samples.close()
+    err = capsys.readouterr().err
+    assert "zero-shot rollout batches" in err and "batch/s" in err
+    tuning = err[err.index("fine-tuning"):]
+    assert "3/10" in tuning and "best 12.000 ms" in tuning and "<" not in tuning  # no ETA
+
+
+def test_the_command_draws_no_bars_into_a_log(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    example = Path(__file__).resolve().parents[1] / "gplace" / "examples" / "small_resnet.pb"
+    done = subprocess.run([sys.executable, "-m", "gplace", "place", str(example), "--finetune",
+                           "20", "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "%|" not in done.stderr and "\r" not in done.stderr

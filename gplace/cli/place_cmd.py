@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 
 from gplace.cli import checks, models
 from gplace.io import plain_json
@@ -98,7 +99,9 @@ def run(args) -> int:
         finish(pending)  # a bad graph's error from there
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
-                   seed=args.seed, progress=not args.json, allow_unsafe=args.allow_unsafe,
+                   seed=args.seed, allow_unsafe=args.allow_unsafe,
+                   # bars only on a terminal: a log file would keep every redraw
+                   progress=not args.json and sys.stderr.isatty(),
                    loss=args.loss, polish=args.polish, screen=args.screen,
                    optimal=args.optimal, **options)
     exact = result.exact

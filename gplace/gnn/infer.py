@@ -230,7 +230,8 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
     ``sched.contention`` (the replays then book transfers on the links). Without it, only
     ``sched``'s own order and its own estimate. ``prior`` (with ``both_orders``): as many
     rollouts again of these scores in the order that is not ``sched``'s (seeds ``[seed, chunk,
-    23]``). ``progress("rollouts", done, total)``: after each batch."""
+    23]``). ``progress("rollout batches", done, total)``: after each batch (a greedy rollout,
+    or up to 16 sampled ones)."""
     judge = sched._replace(dispatch=True) if both_orders else sched
     runs = ([(sched._replace(dispatch=False), 17, sc), (judge, 19, sc)] if both_orders
             else [(sched, 17, sc)])
@@ -251,7 +252,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
             best, best_est = greedy_ro.placements[0], est
         done += 1
         if progress is not None:
-            progress("rollouts", done, batches)
+            progress("rollout batches", done, batches)
         left, chunk = rollouts, 0
         while left > 0 and not stopping.requested():  # in chunks: the rollouts' decision
             # features take memory; a Ctrl-C (gplace.stopping) keeps the best so far
@@ -264,7 +265,7 @@ def best_rollout(sched, sc: ScoresNp, rollouts: int, seed: int,
             left, chunk = left - count, chunk + 1
             done += 1
             if progress is not None:
-                progress("rollouts", done, batches)
+                progress("rollout batches", done, batches)
     return best
 
 
