@@ -87,7 +87,8 @@ def test_place_returns_the_best_so_far_after_a_ctrl_c(monkeypatch):
 def test_the_command_writes_the_best_so_far_and_exits_130(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "gplace", "place", str(EXAMPLE),
-                             "--finetune", "100000", "--out", str(out), "--polish", "0"],
+                             "--finetune", "100000", "--out", str(out), "--polish", "0",
+                             "--progress"],  # its bar says when the samples have begun
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in iter(proc.stderr.readline, ""):  # the first samples are measured
         if "fine-tuning" in line or "sample" in line:

@@ -63,6 +63,9 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--seed", type=checks.seed, default=0, help="0 <= seed < 2**32 (default 0)")
     p.add_argument("--out", default="gplace-out", help="output directory (default: gplace-out)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bars on stderr (default: where stderr is a terminal and "
+                        "without --json)")
     return p
 
 
@@ -100,8 +103,9 @@ def run(args) -> int:
     result = place(args.model, cluster=args.cluster, checkpoint=args.checkpoint,
                    finetune=args.finetune, measure=args.measure, memory_limit=args.memory_limit,
                    seed=args.seed, allow_unsafe=args.allow_unsafe,
-                   # bars only on a terminal: a log file would keep every redraw
-                   progress=not args.json and sys.stderr.isatty(),
+                   # by default only on a terminal: a log file would keep every redraw
+                   progress=args.progress if args.progress is not None else
+                   not args.json and sys.stderr.isatty(),
                    loss=args.loss, polish=args.polish, screen=args.screen,
                    optimal=args.optimal, **options)
     exact = result.exact
