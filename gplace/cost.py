@@ -197,6 +197,12 @@ class CostModel:
             time_s[:, d] = roofline_s(graph, device, eff, runs)
             time_s[looped, d] *= np.array(list(trips.values()), np.float64)
             profile = self.profiles.get((device.kind, graph.meta.get("name", "")))
+            skipped = ""
+            if profile is not None and not same_size(profile, graph):
+                skipped = (f"; its profile, measured with unknown dimensions of "
+                           f"{profile.meta.get('unknown_dim', 1)} (the graph's: {_size(graph)}),"
+                           " not used")
+                profile = None
             if profile is not None:
                 t, found = profile.times_for(graph.names)
                 time_s[found, d] = t[found]
@@ -206,7 +212,8 @@ class CostModel:
             what = ("measured" if count == n else
                     f"measured {count}/{n} ops, rest roofline" if count else "roofline")
             notes.append(f"{device.name} ({device.kind}): {what}"
-                         + ("" if count == n else f", efficiency {eff:.3g} ({source})"))
+                         + ("" if count == n else f", efficiency {eff:.3g} ({source})")
+                         + skipped)
         return OpCosts(time_s, temp, graph.output_bytes, measured, ~measured.all(axis=0)
                        if n else np.zeros(nd, bool), tuple(notes), runs, trips or None)
 
@@ -216,7 +223,8 @@ class CostModel:
         once = set(graph.meta.get("import", {}).get("while_counted_once", []))
         for (_, name), profile in self.profiles.items():
             measured = profile.meta.get("loop_trips") or {}
-            if name == graph.meta.get("name", "") and measured and once:
+            if name == graph.meta.get("name", "") and measured and once and \
+                    same_size(profile, graph):
                 return {op: int(t) for op, t in sorted(measured.items())
                         if op in once and int(t) > 0}
         return {}
@@ -225,7 +233,8 @@ class CostModel:
         """(ops,) executions per step from the first profile of ``graph`` that recorded them
         (they depend on the graph, not the device); None where none did."""
         for (_, name), profile in self.profiles.items():
-            if name == graph.meta.get("name", "") and profile.op_runs is not None:
+            if name == graph.meta.get("name", "") and profile.op_runs is not None and \
+                    same_size(profile, graph):
                 return profile.runs_for(graph.names)
         return None
 
@@ -256,6 +265,16 @@ class CostModel:
         for profile in profiles:
             profile.check(path)  # NaN or negative times crash the compiled simulator
         return cls(config, profiles, record.get("fitted", {}))
+
+
+def _size(graph: OpGraph) -> int:
+    return int(graph.meta.get("import", {}).get("unknown_dim", 1))
+
+
+def same_size(profile: CostProfile, graph: OpGraph) -> bool:
+    """Whether ``profile`` was measured with the size ``graph`` gives its unknown dimensions (a
+    None batch: gplace profile and the import's ``--unknown-dim``; 1 where either is silent)."""
+    return int(profile.meta.get("unknown_dim", 1)) == _size(graph)
 
 
 def _temp_for(profile: CostProfile, names: np.ndarray) -> np.ndarray:

@@ -111,9 +111,9 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
     simulates faster, or where nothing else fits); ``import_options`` go to the import
     (gplace.load_graph): ``signature`` of a SavedModel, ``unknown_dim`` (the size of a
     TensorFlow graph's unknown dimensions, such as a None batch; default 1), ``optimizer`` and
-    ``trust`` of a ``.pt2`` program. A first Ctrl-C once the graph is imported ends the search early: the
-    result is the best placement found so far and ``summary.stopped`` says what was cut short
-    (gplace.stopping); a second one raises KeyboardInterrupt."""
+    ``trust`` of a ``.pt2`` program. A first Ctrl-C once the graph is imported ends the search
+    early: the result is the best placement found so far and ``summary.stopped`` says what was
+    cut short (gplace.stopping); a second one raises KeyboardInterrupt."""
     from gplace.opgraph_cache import load_graph  # a file placed before is not imported again
     start = time.perf_counter()
     from gplace.cli.checks import MAX_SAMPLES, MAX_SCREEN

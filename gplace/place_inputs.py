@@ -65,7 +65,8 @@ def keeps_torch_random_state(function):
     return wrapper
 
 
-IMPORT_OPTIONS = ("signature", "optimizer", "trust", "unknown_dim")  # place()'s keywords for gplace.load_graph
+# place()'s keywords for gplace.load_graph
+IMPORT_OPTIONS = ("signature", "optimizer", "trust", "unknown_dim")
 
 
 def label(model) -> str:

@@ -308,7 +308,7 @@ def count_runs(graph_def, fetch: str = "step_loss", cfg: ProfileConfig = Profile
         sess.run(target, feeds)
         md = tf.compat.v1.RunMetadata()
         sess.run(target, feeds, options=options, run_metadata=md)
-    return {n: s.runs for n, s in step_op_stats(md.step_stats, graph_names).items()}
+    return {n: s.runs for n, s in step_op_stats(md.step_stats, graph_names, loops).items()}
 
 
 @contextmanager

@@ -131,8 +131,8 @@ def import_note(graph) -> str:
         names = ", ".join(sized[:3]) + (", ..." if n > 3 else "")
         notes.append(f"{n} input{'s' if n > 1 else ''} with unknown dimensions ({names}) "
                      f"given size {size} in each" + (
-                         ": a None batch counts as a batch of 1; give the batch size with "
-                         "--unknown-dim N (unknown_dim=N)" if size == 1 else
+                         ": a None batch counts as a batch of 1; give the batch size when the "
+                         "graph is imported (--unknown-dim N, unknown_dim=N)" if size == 1 else
                          " (--unknown-dim)"))
     if im.get("trains") is False:
         notes.append("no optimizer update in the graph (no Apply*, Assign{Add,Sub} or Scatter* "

@@ -159,3 +159,17 @@ def test_a_graph_and_its_profile_renamed_together_keep_their_costs(tmp_path):
     assert np.array_equal(renamed.runs, original.runs)
     assert np.array_equal(renamed.time_s, original.time_s)
     assert np.array_equal(renamed.measured, original.measured) and renamed.measured.any()
+
+
+def test_a_profile_measured_at_another_size_of_the_unknown_dimensions_is_not_used():
+    """gplace profile --unknown-dim 64 times the step at batch 64: a graph imported at batch 1
+    (or the reverse) keeps its roofline estimates, and the costs say why."""
+    g = graph()
+    big = replace(g, meta={**g.meta, "import": {"unknown_dim": 64}})
+    p = profile(g, "cpu", np.full(g.num_ops, 1e-3))
+    p64 = CostProfile(**{**p.__dict__, "meta": {"unknown_dim": 64}})
+    cluster = load_cluster("local-procs")
+    for graph_, prof, used in ((g, p, True), (big, p, False), (g, p64, False), (big, p64, True)):
+        costs = CostModel(profiles=[prof]).costs(graph_, cluster)
+        assert costs.measured.all() == used
+        assert ("not used" in costs.summary) == (not used)

@@ -70,7 +70,8 @@ def render(s: dict) -> str:
         f"groups         {s['groups']:,} colocation groups",
         f"flops          {s['flops']:.4g} (" + (
             f"{im['flops_from_torch_counter']:.4g} from torch.utils.flop_counter's formulas, "
-            f"the rest estimated" if "flops_from_torch_counter" in im else f"{im.get('flops_from_tf_registry', 0):,} ops from TensorFlow's statistics, "
+            "the rest estimated" if "flops_from_torch_counter" in im
+            else f"{im.get('flops_from_tf_registry', 0):,} ops from TensorFlow's statistics, "
                  "the rest estimated") + ")" + _half_note(s),
         f"params         {s['param_bytes'] / 2**20:,.1f} MiB (variables, optimizer slots "
         "included)",

@@ -16,8 +16,9 @@ def add_import_arguments(p: argparse.ArgumentParser) -> None:
     from gplace.cli.checks import count
     p.add_argument("--unknown-dim", type=count(1, 2**31 - 1, "a size"), default=None, metavar="N",
                    help="TensorFlow graphs: the size given to unknown dimensions, such as a "
-                        "SavedModel signature's None batch (default: 1; the output says where "
-                        "the graph has them)")
+                        "SavedModel signature's None batch (default: 1, or for simulate "
+                        "--placement the size placement.json records; place's output says "
+                        "where the graph has them)")
     p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
                    help=".pt2 only: the optimizer whose updates the step adds: sgd (default; "
                         "simulate --placement: the one the placement was made with), "

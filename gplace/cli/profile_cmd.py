@@ -80,6 +80,7 @@ def run(args) -> int:
     profile = _measure(lambda: profile_graph(graph_def, graph.meta["name"], fetch,
                                              ProfileConfig(traced_steps=args.steps,
                                                            op_timeout_s=args.timeout)), model)
+    profile.meta["unknown_dim"] = args.unknown_dim  # the cost model uses it at this size only
     profile.save(out)
     runs = profile.op_runs
     summary = {"graph": profile.graph, "profile": str(out), "ops_profiled": len(profile.op_names),

@@ -207,7 +207,8 @@ def test_a_none_batch_is_placed_at_the_unknown_dim_given_and_simulated_so_again(
     one = gplace("place", model, "--polish", "0", "--out", tmp_path / "one")
     assert one.returncode == 0, one.stderr
     assert "1 input with unknown dimensions (x) given size 1 in each: a None batch counts as " \
-        "a batch of 1; give the batch size with --unknown-dim N" in one.stdout
+        "a batch of 1; give the batch size when the graph is imported (--unknown-dim N" \
+        in one.stdout
     big = gplace("place", model, "--unknown-dim", "4096", "--polish", "0", "--out",
                  tmp_path / "big", "--json")
     assert big.returncode == 0, big.stderr

@@ -216,7 +216,8 @@ def test_a_none_batch_is_named_with_the_size_it_was_given():
         assert g.out_bytes[g.out_ptr[list(g.names).index("x")]] == size * 32 * 4
         note = import_note(g)
         assert f"1 input with unknown dimensions (x) given size {size} in each" in note
-        assert ("give the batch size with --unknown-dim N" in note) == (size == 1)
+        assert ("give the batch size when the graph is imported (--unknown-dim N" in note) \
+            == (size == 1)
 
 
 def test_a_signature_whose_outputs_are_not_in_the_graph_is_named(tmp_path, tf2_step,
