@@ -195,14 +195,8 @@ def test_a_none_batch_is_placed_at_the_unknown_dim_given_and_simulated_so_again(
     """place says how it sized a None batch and takes --unknown-dim; placement.json records
     the size, so simulate --placement imports the graph as it was placed."""
     from gplace.tfimport import tensorflow
-    tf = tensorflow()
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [None, 256], name="x")
-        w = v1.get_variable("w", [256, 512], use_resource=True)
-        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
-    tf.io.write_graph(graph.as_graph_def(), str(tmp_path), "g.pb", as_text=False)
+    from tests.importer.test_step import none_batch_step
+    tensorflow().io.write_graph(none_batch_step(256, 512), str(tmp_path), "g.pb", as_text=False)
     model = tmp_path / "g.pb"
     one = gplace("place", model, "--polish", "0", "--out", tmp_path / "one")
     assert one.returncode == 0, one.stderr

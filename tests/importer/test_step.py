@@ -203,15 +203,21 @@ def test_a_concrete_functions_variables_count_however_they_are_read():
     assert g.param_bytes.sum() == 2 * 1000 * 16 * 4
 
 
-def test_a_none_batch_is_named_with_the_size_it_was_given():
+def none_batch_step(width: int = 32, out: int = 16):
+    """A TF1 training step (train op ``train``) whose input ``x`` is [None, width]."""
     graph = tf.Graph()
     with graph.as_default():
-        x = v1.placeholder(tf.float32, [None, 32], name="x")
-        w = v1.get_variable("w", [32, 16], use_resource=True)
-        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)))
+        x = v1.placeholder(tf.float32, [None, width], name="x")
+        w = v1.get_variable("w", [width, out], use_resource=True)
+        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)),
+                                                        name="train")
+    return graph.as_graph_def()
+
+
+def test_a_none_batch_is_named_with_the_size_it_was_given():
     from gplace.summary import import_note
     for size in (1, 64):
-        g = gplace.load_graph(graph.as_graph_def(), unknown_dim=size)
+        g = gplace.load_graph(none_batch_step(), unknown_dim=size)
         assert g.meta["import"]["sized_inputs"] == ["x"]
         assert g.out_bytes[g.out_ptr[list(g.names).index("x")]] == size * 32 * 4
         note = import_note(g)

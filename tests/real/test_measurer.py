@@ -231,18 +231,11 @@ def test_a_none_batch_runs_at_the_size_the_import_gave_it():
     """--unknown-dim N sizes a None batch for the placement; the real step is fed that batch."""
     import gplace
     from gplace.real.measurer import runnable_step
-    from gplace.tfimport import tensorflow
-    tf = tensorflow()
-    v1 = tf.compat.v1
-    graph = tf.Graph()
-    with graph.as_default():
-        x = v1.placeholder(tf.float32, [None, 32], name="x")
-        w = v1.get_variable("w", [32, 16], use_resource=True)
-        v1.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(tf.matmul(x, w)),
-                                                        name="train")
+    from tests.importer.test_step import none_batch_step
+    graph_def = none_batch_step()
     for size in (1, 8):
-        g = gplace.load_graph(graph.as_graph_def(), unknown_dim=size)
-        step, _ = runnable_step(graph.as_graph_def(), g.names.tolist(), fetch="train",
+        g = gplace.load_graph(graph_def, unknown_dim=size)
+        step, _ = runnable_step(graph_def, g.names.tolist(), fetch="train",
                                 unknown_dim=size)
         node = next(n for n in step.node if n.name == "x")
         assert [d.size for d in node.attr["shape"].shape.dim] == [size, 32]
