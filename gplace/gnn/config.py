@@ -84,6 +84,9 @@ class PretrainConfig:
                                         # .pb/.pbtxt/SavedModel graphs, where experts are
                                         # cached (.gplace-cache/ beside the graphs); the
                                         # default is the shipped policy's 139 graphs
+    unknown_dim: int = 1           # the size of the graphs' unknown dimensions, such as a
+                                   # SavedModel signature's None batch (as `gplace place
+                                   # --unknown-dim`): give the batch the graphs train at
     clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # cluster presets or
                                    # YAML files to train on (hdp-8gpu and nvlink-8gpu stay
                                    # unseen for the generalization study)
@@ -147,6 +150,7 @@ class PretrainConfig:
     def __post_init__(self):
         lc = self.learn
         _check([(self.max_steps < 1, "--max-steps must be >= 1"),
+                (self.unknown_dim < 1, "--unknown-dim must be >= 1"),
                 (self.max_graph_ops < 1, "--max-graph-ops must be >= 1"),
                 (self.val_every < 1, "--val-every must be >= 1"),
                 (self.problems_per_step < 1, "--problems-per-step must be >= 1"),

@@ -1,8 +1,9 @@
 """A corpus of graphs to learn from: the ``datasets/`` corpus (manifest.yaml with families and
 splits, measured CPU profiles) or any folder of .pb / .pbtxt / SavedModel graphs a user collected.
 
-Imported graphs are cached as OpGraph ``.npz`` files in ``<dir>/.gplace-cache/`` (keyed by the
-source's size and modification time), so a second pass costs milliseconds per graph. A folder
+Imported graphs are cached in the user cache (gplace.opgraph_cache, as ``gplace place`` caches
+them), so a second pass costs milliseconds per graph; the experts and heuristic placements
+searched on them are cached beside the graphs (gplace.gnn.cache). A folder
 without a manifest puts every graph in the ``train`` split with its file name as family; graphs
 without a ``<name>.profile.json.gz`` beside them get estimated (roofline) costs, and
 :func:`describe` says which.
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -31,6 +32,7 @@ class CorpusGraph:
     path: Path            # the graph file or SavedModel directory
     profile: Path | None  # measured CostProfile beside it, if any
     ops: int | None = None  # the op count the manifest lists (None: unknown until imported)
+    unknown_dim: int = 1    # the size its unknown dimensions are imported with
 
 
 def find_manifest(directory: Path) -> tuple[Path, Path] | None:
@@ -44,7 +46,9 @@ def find_manifest(directory: Path) -> tuple[Path, Path] | None:
     return None
 
 
-def list_corpus(directory: str | Path) -> list[CorpusGraph]:
+def list_corpus(directory: str | Path, unknown_dim: int = 1) -> list[CorpusGraph]:
+    """The corpus' graphs, each to be imported with its unknown dimensions (a None batch)
+    sized ``unknown_dim``."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory}: corpus folder not found")
@@ -53,7 +57,7 @@ def list_corpus(directory: str | Path) -> list[CorpusGraph]:
     if not graphs:
         raise ConfigError(f"{directory}: no graphs found (expected a manifest.yaml or "
                           f"{', '.join(GRAPH_SUFFIXES)} files or SavedModel folders)")
-    return graphs
+    return graphs if unknown_dim == 1 else [replace(g, unknown_dim=unknown_dim) for g in graphs]
 
 
 def left_aside(directory: str | Path) -> list[str]:
@@ -142,9 +146,10 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
 
 def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     """The imported graph, through gplace.opgraph_cache (the user cache, keyed by the file's
-    content and the importer's version), as ``gplace place`` imports it."""
+    content, the importer's version and the size of unknown dimensions), as ``gplace place
+    --unknown-dim`` imports it."""
     from gplace.opgraph_cache import load_graph
-    return load_graph(entry.path, name=entry.name)
+    return load_graph(entry.path, entry.unknown_dim, name=entry.name)
 
 
 def importable(entries: list[CorpusGraph], progress=None) -> tuple[

@@ -109,7 +109,7 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     from gplace.gnn.cache import check_writable, drop_stale
     from gplace.gnn.corpus import describe, importable, left_aside, list_corpus
     from gplace.gnn.experts import corpus_archive, restore_archive
-    entries = list_corpus(cfg.corpus)
+    entries = list_corpus(cfg.corpus, cfg.unknown_dim)
     check_writable([e.path for e in entries])
     good, bad = importable([e for e in entries if e.split in ("train", "validation")],
                            Every(IMPORT_REPORT_S, lambda k, n: print(
@@ -138,6 +138,15 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     print(f"pretrain: corpus {cfg.corpus}: {describe(kept)}"
           + (f" ({len(bad) + len(over)} left out)" if bad or over else ""), file=log,
           flush=True)
+    unsized = [e.name for e in kept if load_corpus_graph(e).meta.get("import", {}).get(
+        "sized_inputs")]
+    if unsized:
+        print(f"pretrain: {len(unsized)} graph{'s have' if len(unsized) > 1 else ' has'} "
+              f"inputs with unknown dimensions ({', '.join(unsized[:3])}"
+              f"{', ...' if len(unsized) > 3 else ''}), sized {cfg.unknown_dim}"
+              + (": a None batch counts as a batch of 1; give the batch the graphs train at "
+                 "(--unknown-dim N)" if cfg.unknown_dim == 1 else " (--unknown-dim)"),
+              file=log, flush=True)
     archive = restore or corpus_archive(cfg.corpus)
     if archive is not None:
         w, p, f = restore_archive(entries, archive)
@@ -403,8 +412,10 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
             raise ConfigError(f"{run_dir} holds a run that validates the greedy rollout; add "
                               f"--validate greedy to resume it, or give another --log-dir or "
                               f"--out, or remove it to start over")
-        # ... read op types through a 16-channel embedding and learned in one order
-        before = {"validate": "greedy", "type_channels": 16, "train_orders": "policy"}
+        # ... read op types through a 16-channel embedding, learned in one order and
+        # imported graphs with their unknown dimensions sized 1
+        before = {"validate": "greedy", "type_channels": 16, "train_orders": "policy",
+                  "unknown_dim": 1}
         if json.dumps({**before, **theirs}, indent=1, sort_keys=True) != mine:
             raise ConfigError(f"{run_dir} holds a run of another configuration ({path}); give "
                               f"another --log-dir or --out, or remove it to start over")

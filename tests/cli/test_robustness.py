@@ -370,6 +370,7 @@ CASES: dict[str, Case] = {
                                   ("--dagger-temperature must be >= 0",)),
     "temperature 0": Case(PRETRAIN + ["--temperature", "0"], ("--temperature must be > 0",)),
     "order fifo": Case(PRETRAIN + ["--order", "fifo"], ("--order must be rank or dispatch",)),
+    "unknown dim 0": Case(PRETRAIN + ["--unknown-dim", "0"], ("--unknown-dim must be >= 1",)),
     # --measure real: untrusted graphs and unknown step ops, refused before any TF process
     "untrusted place": Case(["place", "{hostile.pbtxt}"] + real("real-a"),
                             ("'n0' of type ExperimentalDatasetToTFRecord", "--allow-unsafe",

@@ -14,6 +14,7 @@ from gplace.gnn.random_clusters import random_cluster
 class Graph:  # the size facts a key reads, and outputs (none 16-bit)
     num_ops, num_edges = 120, 300
     out_ptr, out_dtype = np.arange(121), np.full(120, "float32")
+    meta = {"import": {"unknown_dim": 1}}
 
 
 class HalfGraph(Graph):  # one op computes in float16
@@ -46,6 +47,22 @@ def test_half_flops_move_the_key_of_a_graph_with_16_bit_ops_only():
     assert graph_key(c, HalfGraph, 40, True) != graph_key(plain, HalfGraph, 40, True)
     # a 16-bit graph on a cluster without half_flops keeps the key it had before the field
     assert '"half_flops"' not in describe_problem(plain, True, 120, 300, 40, half=True)
+
+
+def test_a_graph_imported_at_another_size_has_another_key():
+    """A None batch sized 64 gives the same ops and edges as sized 1, and other costs: the
+    experts searched at batch 1 are not handed back for it."""
+    c = load_cluster("post-2gpu")
+
+    class Sized(Graph):
+        meta = {"import": {"unknown_dim": 64}}
+
+    class Silent(Graph):  # an OpGraph saved before the import recorded its size
+        meta = {}
+
+    assert graph_key(c, Sized, 40, True) != graph_key(c, Graph, 40, True)
+    assert graph_key(c, Silent, 40, True) == graph_key(c, Graph, 40, True) == PINNED
+    assert '"unknown_dim":64' in describe_problem(c, True, 120, 300, 40, unknown_dim=64)
 
 
 def test_the_description_is_plain_json_with_six_digit_floats():

@@ -345,6 +345,32 @@ def test_a_corpus_whose_graphs_are_all_over_the_op_limit_is_one_clear_error(tmp_
     assert "left out 2 graphs over --max-graph-ops 10: " in log.getvalue()
 
 
+def test_a_folder_of_none_batch_graphs_is_imported_at_the_size_given(tmp_path):
+    """A SavedModel's or tf.function's None batch is sized 1 unless --unknown-dim says
+    otherwise: pretraining says so, imports at the size given, and keys the graph's cached
+    experts by it."""
+    from tests.importer.test_step import none_batch_step
+    from gplace.gnn.corpus import list_corpus, load_corpus_graph
+    from gplace.gnn.iteration import prepare_corpus, problem_key_of
+    corpus = folder_corpus(tmp_path / "mine")
+    (corpus / "step.pb").write_bytes(none_batch_step().SerializeToString())
+    keys = {}
+    for size in (1, 64):
+        log = io.StringIO()
+        prepare_corpus(tiny(corpus, unknown_dim=size), log=log)
+        note = [l for l in log.getvalue().splitlines() if "unknown dimensions" in l]
+        assert note == [f"pretrain: 1 graph has inputs with unknown dimensions (step), sized "
+                        f"{size}" + (": a None batch counts as a batch of 1; give the batch the "
+                                     "graphs train at (--unknown-dim N)" if size == 1 else
+                                     " (--unknown-dim)")]
+        entry = next(e for e in list_corpus(corpus, size) if e.name == "step")
+        graph = load_corpus_graph(entry)
+        x = list(graph.names).index("x")
+        assert graph.out_bytes[graph.out_ptr[x]] == size * 32 * 4
+        keys[size] = problem_key_of(entry, "post-2gpu")
+    assert keys[1] != keys[64]
+
+
 def test_expert_iteration_refuses_rounds_that_would_never_validate(tmp_path):
     from gplace.errors import ConfigError
     from gplace.gnn.iteration import run_iteration
