@@ -239,3 +239,23 @@ def test_a_none_batch_runs_at_the_size_the_import_gave_it():
                                 unknown_dim=size)
         node = next(n for n in step.node if n.name == "x")
         assert [d.size for d in node.attr["shape"].shape.dim] == [size, 32]
+
+
+def test_the_measurer_runs_a_none_batch_at_the_size_of_the_placed_graph():
+    """RealMeasurer reads the size from the problem's graph (place --measure real
+    --unknown-dim N): the step it runs and the costs it was placed with agree."""
+    import gplace
+    from gplace.cluster import load_cluster
+    from gplace.problem import PlacementProblem
+    from gplace.real.measurer import RealConfig, RealMeasurer
+    from tests.importer.test_step import none_batch_step
+    graph_def = none_batch_step()
+    for size in (1, 8):
+        problem = PlacementProblem.build(gplace.load_graph(graph_def, unknown_dim=size),
+                                         load_cluster("local"))
+        with RealMeasurer(problem, graph_def, RealConfig(protocol=fixed_steps(2, warmup=0),
+                                                         fetch="train")) as m:
+            node = next(n for n in m.graph_def.node if n.name == "x")
+            assert [d.size for d in node.attr["shape"].shape.dim] == [size, 32]
+            result = m.measure(np.zeros((1, problem.num_units), np.int64))
+        assert result.feasible[0], m.last_reasons
