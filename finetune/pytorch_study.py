@@ -40,6 +40,7 @@ gplace place cnn.pt2 --optimizer adam --finetune 100 --out out/
 import gplace
 from gplace import torchfront
 graph = gplace.load_graph("cnn.pt2", optimizer="adam")   # forward + backward + Adam, one OpGraph
+# unsaved: gplace.place(torch.export.export(model, batch), optimizer="adam", cluster="hetero")
 placed = torchfront.load_placed("cnn.pt2", "out/placement.json")  # cut at device changes
 loss, *new_state = placed.run()  # on the example batch; run(inputs) for yours
 ```"""

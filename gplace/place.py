@@ -92,7 +92,8 @@ def place(model, cluster: str | Path | Cluster | dict | None = None,
           polish: int | None = None, screen: int | None = None, optimal: float | None = None,
           **import_options) -> PlacementResult:
     """Places ``model``: a path (.pb, .pbtxt, .meta, SavedModel folder, PyTorch .pt2, or a
-    saved OpGraph .npz), a GraphDef, a tf.Graph, a ConcreteFunction or an OpGraph; see the
+    saved OpGraph .npz), a GraphDef, a tf.Graph, a ConcreteFunction, a torch.export
+    ExportedProgram or an OpGraph; see the
     module docstring. ``cluster``: a preset name, a cluster YAML path, a Cluster, or a dict of
     a YAML's fields (default: the devices TensorFlow sees here if two or more, else
     post-4gpu, or local-procs with ``measure="real"``); ``checkpoint``: a policy file, a

@@ -70,7 +70,11 @@ IMPORT_OPTIONS = ("signature", "optimizer", "trust", "unknown_dim")
 
 
 def label(model) -> str:
-    return str(model) if not isinstance(model, OpGraph) else f"OpGraph {model.meta.get('name')!r}"
+    """``model`` as an error names it: a path as given, an object by its kind."""
+    from gplace.importer import is_torch_program
+    if isinstance(model, OpGraph):
+        return f"OpGraph {model.meta.get('name')!r}"
+    return "the ExportedProgram" if is_torch_program(model) else str(model)
 
 
 def model_file(model, graph: OpGraph):

@@ -14,6 +14,7 @@ conditionals lowered, loops found, unknown dimensions, timings.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -46,22 +47,21 @@ def load_any(path, unknown_dim: int = 1) -> OpGraph:
 def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | None = None,
                whole_graph: bool = False, signature: str | None = None,
                **torch_options) -> OpGraph:
-    """Imports ``source`` (a path, a GraphDef, a tf.Graph or a tf.function's
-    ConcreteFunction); raises GraphError on bad input.
+    """Imports ``source`` (a path, a GraphDef, a tf.Graph, a tf.function's ConcreteFunction
+    or a torch.export ExportedProgram); raises GraphError on bad input.
 
     ``unknown_dim``: the size given to unknown dimensions (see shapes.py); ``inline``: inline
     function calls; ``name``: the graph's name (default: the file name without suffix);
     ``whole_graph``: keep the ops a training step does not run (variable initializers,
     checkpoint save and restore; step.py), which are left out by default; ``signature``: the
     SavedModel signature to place (default: the one that trains, step.choose_signature). A
-    ``.pt2`` path goes
-    to gplace.torchfront, without TensorFlow; ``torch_options`` (``optimizer``, ``trust``) are
-    its own.
+    ``.pt2`` path or an ExportedProgram goes to gplace.torchfront, without TensorFlow;
+    ``torch_options`` (``optimizer``, ``trust``) are its own.
     """
     unknown = sorted(set(torch_options) - set(TORCH_OPTIONS))
     if unknown:  # a misspelt option, as Python says it
         raise TypeError(f"load_graph() got an unexpected keyword argument {unknown[0]!r}")
-    if isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2"):
+    if _is_torch(source):
         from gplace import torchfront
         if signature is not None:
             raise no_signatures(source, signature)
@@ -98,7 +98,8 @@ def load_graph(source, unknown_dim: int = 1, inline: bool = True, name: str | No
 
 def no_signatures(source, signature: str) -> GraphError:
     """The error for a signature asked of a PyTorch program."""
-    return GraphError(f"{source}: signature {signature!r} asked for, but a PyTorch program has "
+    where = source if isinstance(source, (str, os.PathLike)) else "the ExportedProgram"
+    return GraphError(f"{where}: signature {signature!r} asked for, but a PyTorch program has "
                       "no signatures (a SavedModel has)")
 
 
@@ -114,12 +115,27 @@ def _to_graph_def(source):
     if hasattr(source, "node") and hasattr(source, "library"):
         return source, "graphdef", "<GraphDef>", "graph", {}
     if any(c.__module__.startswith("torch") for c in type(source).__mro__[:-1]):
-        # an nn.Module (a user's subclass too) or an ExportedProgram
-        raise GraphError(f"cannot import a PyTorch {type(source).__name__} object; save the "
-                         "module whose forward returns the loss with torch.export.save("
-                         "torch.export.export(module, batch), 'step.pt2') and pass the path")
+        # an nn.Module (a user's subclass too): its batch is not known
+        raise GraphError(f"cannot import a PyTorch {type(source).__name__} object; pass "
+                         "torch.export.export(module, batch) of the module whose forward "
+                         "returns the loss, or save that with torch.export.save(..., "
+                         "'step.pt2') and pass the path")
     raise GraphError(f"cannot import an object of type {type(source).__name__}; pass a file "
                      "path, a tf.compat.v1.GraphDef, a tf.Graph or a ConcreteFunction")
+
+
+def _is_torch(source) -> bool:
+    """A .pt2 path or an ExportedProgram."""
+    if isinstance(source, (str, os.PathLike)):
+        return str(source).lower().endswith(".pt2")
+    return is_torch_program(source)
+
+
+def is_torch_program(source) -> bool:
+    """Whether ``source`` is an in-memory torch.export program (an ExportedProgram), without
+    importing torch where the caller has not (it then holds none)."""
+    exported = sys.modules.get("torch.export")
+    return exported is not None and isinstance(source, exported.ExportedProgram)
 
 
 def graph_def_of(source):

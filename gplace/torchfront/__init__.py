@@ -2,13 +2,14 @@
 
     import gplace
     graph = gplace.load_graph("model.pt2", optimizer="adam")   # an OpGraph
+    graph = gplace.load_graph(torch.export.export(module, batch), optimizer="adam")
     graph = gplace.load_graph("model.pt2", optimizer="adamw:lr=3e-4,weight_decay=0.1")
     from gplace.torchfront import load_step, placed_step
     step = load_step("model.pt2", optimizer="adam")            # the functional step graph
     placed = placed_step(step, {op name: device, ...})         # runs it, part by part
 
 A ``.pt2`` file is a ``torch.export.save``-d program whose forward takes the example batch and
-returns the scalar loss. gplace derives the backward (AOT autograd's joint graph, step.py),
+returns the scalar loss; the ExportedProgram itself (``torch.export.export``'s) serves as well. gplace derives the backward (AOT autograd's joint graph, step.py),
 appends the optimizer's updates (optim.py), and imports the whole step as one OpGraph
 (opgraph.py): ATen op types mapped onto the TensorFlow types the policy knows (optypes.py),
 FLOPs from ``torch.utils.flop_counter`` where it has a formula (flops.py), parameter and
@@ -31,27 +32,57 @@ __all__ = ["load_graph", "load_step", "load_placed", "is_torch_source", "Optimiz
            "placed_step"]
 
 
+PROGRAM_LABEL = "<ExportedProgram>"  # an in-memory program's source, where a file has its path
+
+
+def is_program(source) -> bool:
+    """Whether ``source`` is an in-memory torch.export program (an ExportedProgram)."""
+    from torch.export import ExportedProgram
+    return isinstance(source, ExportedProgram)
+
+
 def is_torch_source(source) -> bool:
-    """Whether ``source`` is a path to a torch.export program (``.pt2``)."""
-    return isinstance(source, (str, Path)) and str(source).lower().endswith(PT2_SUFFIX)
+    """Whether ``source`` is a torch.export program: a ``.pt2`` path or an ExportedProgram."""
+    return is_program(source) or (isinstance(source, (str, Path))
+                                  and str(source).lower().endswith(PT2_SUFFIX))
 
 
-def load_step(path: str | Path, optimizer: str | dict | OptimizerConfig | None = None,
+def load_step(source, optimizer: str | dict | OptimizerConfig | None = None,
               trust: bool = False):
-    """The StepGraph (gplace.torchfront.step) of the program saved at ``path``."""
+    """The StepGraph (gplace.torchfront.step) of an ExportedProgram or of the program saved
+    at a path (``trust``: unpickle it without the checks of gplace.torchfront.program)."""
     from gplace.torchfront.step import build_step
-    program = load_program(path, trust=trust)
-    return build_step(program, optimizer_config(optimizer), label=str(path))
+    if is_program(source):
+        return build_step(as_saved(source), optimizer_config(optimizer), label=PROGRAM_LABEL)
+    program = load_program(source, trust=trust)
+    return build_step(program, optimizer_config(optimizer), label=str(source))
 
 
-def load_graph(path: str | Path, optimizer: str | dict | OptimizerConfig | None = None,
+def as_saved(program):
+    """The ExportedProgram ``program`` as its ``.pt2`` loads (saved and loaded in memory): the
+    step of a program is the step of its file (a tied pair of parameters, one tensor in
+    memory, is two entries in a file, one of them read), and the caller's program is left as
+    it was (the step's tracing freezes the parameters no op reads)."""
+    import io
+    import torch
+    buffer = io.BytesIO()
+    torch.export.save(program, buffer)
+    buffer.seek(0)
+    return torch.export.load(buffer)
+
+
+def load_graph(source, optimizer: str | dict | OptimizerConfig | None = None,
                trust: bool = False, name: str | None = None) -> OpGraph:
-    """The OpGraph of one training step of the program saved at ``path`` (forward, backward,
-    the optimizer's updates); raises GraphError naming what it cannot import."""
+    """The OpGraph of one training step (forward, backward, the optimizer's updates) of an
+    ExportedProgram or of the program saved at a path; raises GraphError naming what it cannot
+    import. ``name``: the graph's (default: the file name, "program" for an object)."""
     from gplace.torchfront.opgraph import to_op_graph
     start = time.perf_counter()
-    step = load_step(path, optimizer, trust)
-    graph = to_op_graph(step, name or Path(path).name.split(".")[0], str(path))
+    step = load_step(source, optimizer, trust)
+    if is_program(source):
+        graph = to_op_graph(step, name or "program", PROGRAM_LABEL)
+    else:
+        graph = to_op_graph(step, name or Path(source).name.split(".")[0], str(source))
     graph.meta["import"] = _import_summary(graph, step, time.perf_counter() - start)
     return graph
 
@@ -80,10 +111,11 @@ def placed_step(step, op_devices: dict[str, str], device_map=None):
     return _placed(step, op_devices, device_map)
 
 
-def load_placed(path: str | Path, placement,
+def load_placed(path, placement,
                 optimizer: str | dict | OptimizerConfig | None = None, device_map=None,
                 trust: bool = False):
-    """The placed step of the program at ``path``: ``placement`` is what ``place`` returned
+    """The placed step of the program at ``path`` (or of an ExportedProgram): ``placement`` is
+    what ``place`` returned
     (a PlacementResult), op name -> device (as ``PlacementResult.op_devices``), or the path of
     a placement.json that ``gplace place`` wrote; the optimizer the placement was made with
     (name and hyperparameters) is used unless ``optimizer`` is given."""

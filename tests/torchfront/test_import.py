@@ -218,6 +218,29 @@ def test_a_tied_head_and_an_unused_parameter_train_as_eager_pytorch_does(tmp_pat
     assert graph.param_bytes.sum() == 20 * 8 * 4
 
 
+def test_an_exported_program_in_memory_imports_and_places_as_its_file_does(tmp_path):
+    """torch.export.export's ExportedProgram, without saving it: the same step as the .pt2
+    (the caller's program left as it was: its unused layer still asks for gradients), placed
+    by gplace.place, and the placed step runs from it."""
+    from gplace.torchfront import load_placed
+    torch.manual_seed(0)
+    model, batch = TiedHead(), (torch.randint(0, 20, (6,)), torch.randint(0, 20, (6,)))
+    program = torch.export.export(model, batch)
+    torch.export.save(program, tmp_path / "tied.pt2")
+    from_file = gplace.load_graph(tmp_path / "tied.pt2", optimizer="adam")
+    graph = gplace.load_graph(program, optimizer="adam")
+    assert graph.meta["name"] == "program" and graph.meta["source"] == "<ExportedProgram>"
+    for field in ("names", "op_types", "flops", "param_bytes", "edge_src", "edge_dst", "group"):
+        assert np.array_equal(getattr(graph, field), getattr(from_file, field)), field
+    assert program.state_dict["spare.weight"].requires_grad
+    result = gplace.place(program, cluster="post-4gpu", optimizer="adam", progress=False)
+    assert result.graph.names.tolist() == graph.names.tolist()
+    (tmp_path / "placement.json").write_text(json.dumps({"placement": {
+        n: "/job:localhost/replica:0/task:0/device:CPU:0" for n in graph.names.tolist()}}))
+    loss, *_ = load_placed(program, tmp_path / "placement.json", optimizer="adam").run()
+    assert torch.equal(loss, model(*batch).detach())
+
+
 class DirectLSTM(torch.nn.Module):
     """The batch feeds the LSTM directly: with oneDNN on, the decomposition takes its fused
     kernel, which returns one gradient for both biases."""
