@@ -24,9 +24,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from gplace.errors import GraphError
 from gplace.graph import OpGraph
 from gplace.torchfront.optim import OptimizerConfig, optimizer_config
-from gplace.torchfront.program import PT2_SUFFIX, load_program
+from gplace.torchfront.program import PT2_SUFFIX, load_program, one_line
 
 __all__ = ["load_graph", "load_step", "load_placed", "is_torch_source", "OptimizerConfig",
            "placed_step"]
@@ -66,9 +67,13 @@ def as_saved(program):
     import io
     import torch
     buffer = io.BytesIO()
-    torch.export.save(program, buffer)
-    buffer.seek(0)
-    return torch.export.load(buffer)
+    try:
+        torch.export.save(program, buffer)
+        buffer.seek(0)
+        return torch.export.load(buffer)
+    except Exception as e:  # noqa: BLE001 - torch raises many types; the user gets one line
+        raise GraphError(f"{PROGRAM_LABEL}: torch.export.save and load, which a .pt2 of it "
+                         f"would go through, failed: {one_line(e)}") from None
 
 
 def load_graph(source, optimizer: str | dict | OptimizerConfig | None = None,

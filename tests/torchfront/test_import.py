@@ -241,6 +241,21 @@ def test_an_exported_program_in_memory_imports_and_places_as_its_file_does(tmp_p
     assert torch.equal(loss, model(*batch).detach())
 
 
+def test_a_program_torch_cannot_save_is_one_line(monkeypatch):
+    from gplace.errors import GraphError
+    program = torch.export.export(TiedHead(), (torch.randint(0, 20, (6,)),
+                                               torch.randint(0, 20, (6,))))
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("cannot pickle 'CustomObject'\n  a second line")
+
+    monkeypatch.setattr(torch.export, "save", refuse)
+    with pytest.raises(GraphError, match=r"^<ExportedProgram>: torch.export.save and load, "
+                                         r"which a .pt2 of it would go through, failed: "
+                                         r"RuntimeError: cannot pickle 'CustomObject'$"):
+        gplace.load_graph(program)
+
+
 class DirectLSTM(torch.nn.Module):
     """The batch feeds the LSTM directly: with oneDNN on, the decomposition takes its fused
     kernel, which returns one gradient for both biases."""
