@@ -25,7 +25,8 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="pretrain the GNN policy over a corpus of graphs",
                        description="Pretrain the GNN placement policy by expert iteration over "
                                    "the training split of a corpus (a manifest.yaml corpus or "
-                                   "any folder of .pb/.pbtxt/SavedModel graphs): search experts, "
+                                   "any folder of .pb/.pbtxt/SavedModel graphs and PyTorch .pt2 "
+                                   "programs): search experts, "
                                    "imitate them, validate, repeat from the new policy. Resumable: "
                                    "run the same command again. Step times are simulated.")
     defaults = PretrainConfig()
@@ -104,7 +105,8 @@ def run(args) -> int:
             checks.resume_checkpoint(rounds[-1] if rounds else
                                      log_dir / "checkpoints" / "last.ckpt")
     from gplace.gnn.corpus import list_corpus
-    list_corpus(cfg.corpus)  # a broken manifest fails here, before anything is written
+    entries = list_corpus(cfg.corpus)  # a broken manifest fails here, before anything is written
+    _check_optimizer(cfg, any(e.optimizer is not None for e in entries))
     from gplace.tfimport import tensorflow
     tensorflow()  # quietly, before TensorBoard imports it with its C++ start-up lines
     cfg = _network_shape(cfg)
@@ -117,6 +119,19 @@ def run(args) -> int:
     if is_first_process():
         print(f"wrote {out} and {out.with_suffix('.md')}; run folder {log_dir}")
     return 0
+
+
+def _check_optimizer(cfg: PretrainConfig, has_programs: bool) -> None:
+    """--optimizer: a name and hyperparameters gplace.torchfront knows, for a corpus with
+    PyTorch programs (one ConfigError line otherwise)."""
+    from gplace.errors import ConfigError
+    if not has_programs:
+        if cfg.optimizer != PretrainConfig.optimizer:
+            raise ConfigError(f"--optimizer applies to PyTorch (.pt2) programs; {cfg.corpus} "
+                              "has none (a TensorFlow graph has its own optimizer)")
+        return
+    from gplace.torchfront.optim import parse_optimizer
+    parse_optimizer(cfg.optimizer)
 
 
 def _default_corpus(corpus: str) -> str:

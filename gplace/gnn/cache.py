@@ -2,8 +2,8 @@
 
 Every cached result of a problem is named by :func:`problem_key`, a hash of a canonical
 description of the problem: the cluster's fields with every float written to 6 significant
-digits, whether the costs are measured, the graph's size, and the size its unknown dimensions
-were imported with where that is not 1. A float's last bits differ
+digits, whether the costs are measured, the graph's size, the size its unknown dimensions
+were imported with where that is not 1, and a PyTorch program's optimizer. A float's last bits differ
 between numpy builds (a random cluster's draws end in ``np.exp``), so a key that hashed
 ``repr(cluster)`` missed on another machine; rounded, the same problem has the same key
 everywhere. The key does not say which op costs: :func:`drop_stale` deletes a graph's cached
@@ -66,35 +66,39 @@ def canonical(value):
 
 
 def describe_problem(cluster: Cluster, measured: bool, num_ops: int, num_edges: int,
-                     num_units: int, half: bool = False, unknown_dim: int = 1) -> str:
+                     num_units: int, half: bool = False, unknown_dim: int = 1,
+                     optimizer: str | None = None) -> str:
     """The canonical description that :func:`problem_key` hashes (one JSON line). A device's
-    ``half_flops`` is in it only where set and the graph has 16-bit ops (``half``), and
+    ``half_flops`` is in it only where set and the graph has 16-bit ops (``half``),
     ``unknown_dim`` only where it is not 1 (a graph imported with its None batch sized has
-    the same ops and edges at every size): nowhere else do they change a cost, and every
-    other key stays as it was before those fields."""
+    the same ops and edges at every size), and ``optimizer`` only for a PyTorch program
+    (whose step's updates, hyperparameters included, it names): nowhere else do they change
+    a cost, and every other key stays as it was before those fields."""
     record = canonical(cluster)
     for device in record["devices"]:
         if not half or device["half_flops"] is None:
             del device["half_flops"]
-    sized = {} if unknown_dim == 1 else {"unknown_dim": unknown_dim}
+    extra = {**({} if unknown_dim == 1 else {"unknown_dim": unknown_dim}),
+             **({} if optimizer is None else {"optimizer": optimizer})}
     return json.dumps({"scheme": KEY_SCHEME, "cluster": record, "measured": measured,
-                       "ops": num_ops, "edges": num_edges, "units": num_units, **sized},
+                       "ops": num_ops, "edges": num_edges, "units": num_units, **extra},
                       sort_keys=True, separators=(",", ":"))
 
 
 def problem_key(problem: PlacementProblem, measured: bool) -> str:
     """16 hex digits naming a problem in the cache: equal on every machine for the same
-    cluster (to 6 significant digits), costs source, graph size and size of its unknown
-    dimensions."""
+    cluster (to 6 significant digits), costs source, graph size, size of its unknown
+    dimensions and a program's optimizer."""
     return graph_key(problem.cluster, problem.graph, problem.num_units, measured)
 
 
 def graph_key(cluster: Cluster, graph: OpGraph, num_units: int, measured: bool) -> str:
     """:func:`problem_key` from its parts (a full-granularity problem has a unit per
     colocation group: ``graph.group.max() + 1``), without building the problem."""
+    im = graph.meta.get("import", {})
     text = describe_problem(cluster, measured, graph.num_ops, graph.num_edges, num_units,
-                            bool(half_precision(graph).any()),
-                            int(graph.meta.get("import", {}).get("unknown_dim", 1)))
+                            bool(half_precision(graph).any()), int(im.get("unknown_dim", 1)),
+                            im.get("optimizer") if "torch" in graph.meta else None)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 

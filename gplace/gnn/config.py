@@ -81,12 +81,17 @@ IMITATION = dict(samples=0, ppo_epochs=1, ce_weight=1.0, elite_size=1, lr=1e-3,
 @dataclass(frozen=True)
 class PretrainConfig:
     corpus: str = "pretrain/corpus139"  # corpus folder: a manifest.yaml or any folder of
-                                        # .pb/.pbtxt/SavedModel graphs, where experts are
-                                        # cached (.gplace-cache/ beside the graphs); the
-                                        # default is the shipped policy's 139 graphs
+                                        # .pb/.pbtxt/SavedModel graphs and .pt2 programs,
+                                        # where experts are cached (.gplace-cache/ beside
+                                        # the graphs); the default is the shipped policy's
+                                        # 139 graphs
     unknown_dim: int = 1           # the size of the graphs' unknown dimensions, such as a
                                    # SavedModel signature's None batch (as `gplace place
                                    # --unknown-dim`): give the batch the graphs train at
+    optimizer: str = "sgd"         # the optimizer whose updates the step of a PyTorch (.pt2)
+                                   # program adds (as `gplace place --optimizer`: sgd,
+                                   # momentum, adam or adamw[:key=value,...]); a TensorFlow
+                                   # graph has its own
     clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # cluster presets or
                                    # YAML files to train on (hdp-8gpu and nvlink-8gpu stay
                                    # unseen for the generalization study)

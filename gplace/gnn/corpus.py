@@ -1,5 +1,6 @@
 """A corpus of graphs to learn from: the ``datasets/`` corpus (manifest.yaml with families and
-splits, measured CPU profiles) or any folder of .pb / .pbtxt / SavedModel graphs a user collected.
+splits, measured CPU profiles) or any folder of .pb / .pbtxt / SavedModel graphs and PyTorch
+``.pt2`` programs (forward returning the loss, as ``gplace place`` reads them) a user collected.
 
 Imported graphs are cached in the user cache (gplace.opgraph_cache, as ``gplace place`` caches
 them), so a second pass costs milliseconds per graph; the experts and heuristic placements
@@ -22,6 +23,7 @@ from gplace.errors import ConfigError, GplaceError
 from gplace.graph import OpGraph
 
 GRAPH_SUFFIXES = (".pb", ".pbtxt")
+TORCH_SUFFIX = ".pt2"
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class CorpusGraph:
     profile: Path | None  # measured CostProfile beside it, if any
     ops: int | None = None  # the op count the manifest lists (None: unknown until imported)
     unknown_dim: int = 1    # the size its unknown dimensions are imported with
+    optimizer: str | None = None  # a PyTorch program's: the optimizer its step updates with
 
 
 def find_manifest(directory: Path) -> tuple[Path, Path] | None:
@@ -46,9 +49,11 @@ def find_manifest(directory: Path) -> tuple[Path, Path] | None:
     return None
 
 
-def list_corpus(directory: str | Path, unknown_dim: int = 1) -> list[CorpusGraph]:
+def list_corpus(directory: str | Path, unknown_dim: int = 1,
+                optimizer: str = "sgd") -> list[CorpusGraph]:
     """The corpus' graphs, each to be imported with its unknown dimensions (a None batch)
-    sized ``unknown_dim``."""
+    sized ``unknown_dim``, a PyTorch program's step with the updates of ``optimizer`` (a
+    gplace.torchfront.optim spec)."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory}: corpus folder not found")
@@ -56,15 +61,20 @@ def list_corpus(directory: str | Path, unknown_dim: int = 1) -> list[CorpusGraph
     graphs = _from_manifest(*found) if found else _from_folder(directory)
     if not graphs:
         raise ConfigError(f"{directory}: no graphs found (expected a manifest.yaml or "
-                          f"{', '.join(GRAPH_SUFFIXES)} files or SavedModel folders)")
-    return graphs if unknown_dim == 1 else [replace(g, unknown_dim=unknown_dim) for g in graphs]
+                          f"{', '.join((*GRAPH_SUFFIXES, TORCH_SUFFIX))} files or SavedModel "
+                          "folders)")
+    return [replace(g, unknown_dim=unknown_dim,
+                    optimizer=optimizer if is_torch(g.path) else None) for g in graphs]
+
+
+def is_torch(path: Path) -> bool:
+    return Path(path).suffix.lower() == TORCH_SUFFIX
 
 
 def left_aside(directory: str | Path) -> list[str]:
     """What a folder corpus (no manifest) holds that pretraining does not read, as phrases
-    for the log: folders that are not SavedModels (it does not look inside), PyTorch programs
-    (it reads TensorFlow graphs), and graph files whose bytes another file repeats (the same
-    graph would count twice)."""
+    for the log: folders that are not SavedModels (it does not look inside), and graph files
+    whose bytes another file repeats (the same graph would count twice)."""
     directory = Path(directory)
     if find_manifest(directory) is not None:
         return []
@@ -73,10 +83,7 @@ def left_aside(directory: str | Path) -> list[str]:
         if path.is_dir() and not path.name.startswith(".") and \
                 not (path / "saved_model.pb").exists():
             notes.append(f"{path.name}/ is a folder, not a SavedModel: its graphs are not read")
-        elif path.suffix.lower() == ".pt2":
-            notes.append(f"{path.name} is a PyTorch program: not read (pretraining reads "
-                         "TensorFlow graphs)")
-        elif path.suffix in GRAPH_SUFFIXES and path.is_file():
+        elif (path.suffix in GRAPH_SUFFIXES or is_torch(path)) and path.is_file():
             digest = hashlib.sha256(path.read_bytes()).hexdigest()
             if digest in seen:
                 notes.append(f"{path.name} holds the same bytes as {seen[digest]}: that graph "
@@ -126,13 +133,13 @@ def _from_manifest(manifest: Path, corpus: Path) -> list[CorpusGraph]:
 
 
 def _from_folder(directory: Path) -> list[CorpusGraph]:
-    """The folder's graph files and SavedModels, named by the file name before its first dot
-    (the name its profile, cached experts and seeds are found by); a ConfigError where two
-    files would share a name."""
+    """The folder's graph files, SavedModels and PyTorch programs, named by the file name
+    before its first dot (the name its profile, cached experts and seeds are found by); a
+    ConfigError where two files would share a name."""
     out, seen = [], {}
     for path in sorted(directory.iterdir()):
         is_saved_model = path.is_dir() and (path / "saved_model.pb").exists()
-        if path.suffix in GRAPH_SUFFIXES or is_saved_model:
+        if path.suffix in GRAPH_SUFFIXES or is_saved_model or (is_torch(path) and path.is_file()):
             name = path.name if is_saved_model else path.name.split(".")[0]
             if name in seen:
                 raise ConfigError(f"{directory}: {seen[name]} and {path.name} both name the "
@@ -146,9 +153,11 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
 
 def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     """The imported graph, through gplace.opgraph_cache (the user cache, keyed by the file's
-    content, the importer's version and the size of unknown dimensions), as ``gplace place
-    --unknown-dim`` imports it."""
+    content, the importer's version and the size of unknown dimensions or a program's
+    optimizer), as ``gplace place --unknown-dim`` (``--optimizer``) imports it."""
     from gplace.opgraph_cache import load_graph
+    if entry.optimizer is not None:
+        return load_graph(entry.path, name=entry.name, optimizer=entry.optimizer)
     return load_graph(entry.path, entry.unknown_dim, name=entry.name)
 
 

@@ -45,16 +45,19 @@ def folder_corpus(path: Path, junk: bool = False) -> Path:
 
 
 def test_the_command_runs_a_round_and_skips_a_junk_graph(tmp_path):
+    """Two TensorFlow graphs and a PyTorch program (its step with Adam) train a round."""
+    from gplace.examples.torch.build import export_example
     corpus = folder_corpus(tmp_path / "mine", junk=True)
-    proc = gplace(["--corpus", str(corpus), "--rounds", "1", "--out", "out/p.pt", *TINY],
-                  tmp_path)
+    export_example("gnn", corpus)
+    proc = gplace(["--corpus", str(corpus), "--rounds", "1", "--out", "out/p.pt",
+                   "--optimizer", "adam", *TINY], tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]
     err = proc.stderr
     skips = [l for l in err.splitlines() if l.startswith("pretrain: skipped")]
     assert len(skips) == 1 and skips[0].startswith("pretrain: skipped junk.pb: ")
     corpus_lines = [l for l in err.splitlines() if l.startswith("pretrain: corpus ")]
-    assert ": 2 graphs (2 train)" in corpus_lines[0] and corpus_lines[0].endswith("(1 left out)")
-    assert all(": 2 graphs (2 train)" in line for line in corpus_lines)  # the pools' too
+    assert ": 3 graphs (3 train)" in corpus_lines[0] and corpus_lines[0].endswith("(1 left out)")
+    assert all(": 3 graphs (3 train)" in line for line in corpus_lines)  # the pools' too
     assert "round 1 step 2/2: validation" in err and "round 1 done: validation" in err
     card = (tmp_path / "out" / "p.md").read_text()
     assert "| **1** |" in card and "| 2 |" in card  # the round row, the step-2 validation row
@@ -371,6 +374,46 @@ def test_a_folder_of_none_batch_graphs_is_imported_at_the_size_given(tmp_path):
     assert keys[1] != keys[64]
 
 
+def test_a_folders_pytorch_programs_are_read_with_the_optimizer_given(tmp_path):
+    """A .pt2 in a folder corpus is a training graph like a .pb: its step adds --optimizer's
+    updates, and its cached experts are kept apart per optimizer."""
+    from gplace.examples.torch.build import export_example
+    from gplace.gnn.corpus import list_corpus, load_corpus_graph
+    from gplace.gnn.iteration import prepare_corpus, problem_key_of
+    corpus = folder_corpus(tmp_path / "mine")
+    export_example("gnn", corpus)
+    keys, states = {}, {}
+    for optimizer in ("sgd", "adam"):
+        log = io.StringIO()
+        prepare_corpus(tiny(corpus, optimizer=optimizer), log=log)
+        assert "pretrain: corpus " in log.getvalue() and ": 3 graphs (3 train)" in log.getvalue()
+        entries = {e.name: e for e in list_corpus(corpus, optimizer=optimizer)}
+        assert entries["gnn"].optimizer == optimizer and entries["small_resnet"].optimizer is None
+        graph = load_corpus_graph(entries["gnn"])
+        assert graph.meta["import"]["optimizer"] == optimizer
+        states[optimizer] = int(graph.param_bytes.sum())
+        keys[optimizer] = problem_key_of(entries["gnn"], "post-2gpu")
+        assert problem_key_of(entries["small_resnet"], "post-2gpu") == \
+            problem_key_of(replace(entries["small_resnet"], optimizer=None), "post-2gpu")
+    assert keys["sgd"] != keys["adam"]
+    # the weights, Adam's two moments and its step counts
+    assert 3 * states["sgd"] <= states["adam"] < 3.01 * states["sgd"]
+
+
+def test_an_optimizer_for_no_program_or_unknown_is_one_line(tmp_path):
+    corpus = folder_corpus(tmp_path / "mine")
+    proc = gplace(["--corpus", str(corpus), "--optimizer", "adam", "--out", "out/p.pt"],
+                  tmp_path, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"gplace pretrain: error: --optimizer applies to PyTorch (.pt2) programs; {corpus} has "
+        "none (a TensorFlow graph has its own optimizer)"]
+    (corpus / "step.pt2").write_bytes(b"PK")  # not read: the name fails first
+    proc = gplace(["--corpus", str(corpus), "--optimizer", "adagrad", "--out", "out/p.pt"],
+                  tmp_path, timeout=120)
+    assert proc.returncode == 2 and "unknown optimizer 'adagrad'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
 def test_expert_iteration_refuses_rounds_that_would_never_validate(tmp_path):
     from gplace.errors import ConfigError
     from gplace.gnn.iteration import run_iteration
@@ -417,12 +460,13 @@ def test_what_a_folder_corpus_does_not_read_or_reads_twice_is_said(tmp_path):
     corpus = folder_corpus(tmp_path / "mine")
     (corpus / "nested").mkdir()
     (corpus / "step.pt2").write_bytes(b"PK")
+    (corpus / "again.pt2").write_bytes(b"PK")
     shutil.copy(GRAPHS[0], corpus / "copy.pb")
     first, second = sorted(["copy.pb", GRAPHS[0].name])
     assert sorted(left_aside(corpus)) == sorted([
         f"{second} holds the same bytes as {first}: that graph counts twice",
         "nested/ is a folder, not a SavedModel: its graphs are not read",
-        "step.pt2 is a PyTorch program: not read (pretraining reads TensorFlow graphs)"])
+        "step.pt2 holds the same bytes as again.pt2: that graph counts twice"])
 
 
 def test_round_one_from_the_users_policy_searches_and_from_none_reuses_the_cache(
