@@ -200,7 +200,7 @@ class CostModel:
             skipped = ""
             if profile is not None and not same_size(profile, graph):
                 skipped = (f"; its profile, measured with unknown dimensions of "
-                           f"{profile.meta.get('unknown_dim', 1)} (the graph's: {_size(graph)}),"
+                           f"{profile.meta.get('unknown_dim', 1)} (the graph's: {import_size(graph)}),"
                            " not used")
                 profile = None
             if profile is not None:
@@ -267,14 +267,21 @@ class CostModel:
         return cls(config, profiles, record.get("fitted", {}))
 
 
-def _size(graph: OpGraph) -> int:
-    return int(graph.meta.get("import", {}).get("unknown_dim", 1))
+def import_size(graph: OpGraph) -> int:
+    """The size the import gave ``graph``'s unknown dimensions (a None batch: the import's
+    ``--unknown-dim``), or 1 where it sized none: a graph without unknown dimensions is the
+    same graph, with the same costs, whatever size was asked for."""
+    im = graph.meta.get("import", {})
+    if not (im.get("sized_inputs") or im.get("outputs_with_unknown_dims")):
+        return 1
+    return int(im.get("unknown_dim", 1))
 
 
 def same_size(profile: CostProfile, graph: OpGraph) -> bool:
-    """Whether ``profile`` was measured with the size ``graph`` gives its unknown dimensions (a
-    None batch: gplace profile and the import's ``--unknown-dim``; 1 where either is silent)."""
-    return int(profile.meta.get("unknown_dim", 1)) == _size(graph)
+    """Whether ``profile`` was measured with the size ``graph`` gives its unknown dimensions
+    (gplace profile and the import's ``--unknown-dim``; 1 where either is silent or sized
+    nothing)."""
+    return int(profile.meta.get("unknown_dim", 1)) == import_size(graph)
 
 
 def _temp_for(profile: CostProfile, names: np.ndarray) -> np.ndarray:

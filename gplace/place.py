@@ -371,6 +371,12 @@ def _measurer(problem: PlacementProblem, measure: str, source, allow_unsafe: boo
         from gplace.real import RealConfig, RealMeasurer
         from gplace.report import source_graph_def
         graph_def = source_graph_def(source)
+        from gplace.importer import is_torch_program
+        if graph_def is None and (is_torch_program(source) or str(source).lower().endswith(
+                ".pt2")):
+            raise ConfigError("--measure real (measure='real') runs TensorFlow graphs; place a "
+                              "PyTorch program in simulation and run the placed step with "
+                              "gplace.torchfront.load_placed")
         if graph_def is None:
             raise ConfigError("--measure real needs the TensorFlow graph (a file, GraphDef or "
                               "tf.Graph), not an OpGraph")

@@ -165,11 +165,15 @@ def test_a_profile_measured_at_another_size_of_the_unknown_dimensions_is_not_use
     """gplace profile --unknown-dim 64 times the step at batch 64: a graph imported at batch 1
     (or the reverse) keeps its roofline estimates, and the costs say why."""
     g = graph()
-    big = replace(g, meta={**g.meta, "import": {"unknown_dim": 64}})
+    big = replace(g, meta={**g.meta, "import": {"unknown_dim": 64, "sized_inputs": ["x"]}})
+    # asked for 64, but nothing to size: the same graph as at 1
+    static = replace(g, meta={**g.meta, "import": {"unknown_dim": 64, "sized_inputs": [],
+                                                    "outputs_with_unknown_dims": 0}})
     p = profile(g, "cpu", np.full(g.num_ops, 1e-3))
     p64 = CostProfile(**{**p.__dict__, "meta": {"unknown_dim": 64}})
     cluster = load_cluster("local-procs")
-    for graph_, prof, used in ((g, p, True), (big, p, False), (g, p64, False), (big, p64, True)):
+    for graph_, prof, used in ((g, p, True), (big, p, False), (g, p64, False), (big, p64, True),
+                               (static, p, True), (static, p64, False)):
         costs = CostModel(profiles=[prof]).costs(graph_, cluster)
         assert costs.measured.all() == used
         assert ("not used" in costs.summary) == (not used)

@@ -57,7 +57,7 @@ def run(args) -> int:
     if str(model).lower().endswith((".pt2", ".npz")):
         raise ConfigError(f"{model}: gplace profile runs TensorFlow graphs (.pb, .pbtxt, .meta, "
                           "SavedModel), not a PyTorch program or a saved OpGraph")
-    from gplace.cost import profile_path_for
+    from gplace.cost import import_size, profile_path_for
     beside = profile_path_for(model)
     out = checks.output_file(args.out or beside)
     if out.exists() and not args.force:
@@ -80,7 +80,8 @@ def run(args) -> int:
     profile = _measure(lambda: profile_graph(graph_def, graph.meta["name"], fetch,
                                              ProfileConfig(traced_steps=args.steps,
                                                            op_timeout_s=args.timeout)), model)
-    profile.meta["unknown_dim"] = args.unknown_dim  # the cost model uses it at this size only
+    # the cost model uses it at this size only (1 where the graph has nothing to size)
+    profile.meta["unknown_dim"] = import_size(graph)
     profile.save(out)
     runs = profile.op_runs
     summary = {"graph": profile.graph, "profile": str(out), "ops_profiled": len(profile.op_names),

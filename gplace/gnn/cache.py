@@ -3,7 +3,8 @@
 Every cached result of a problem is named by :func:`problem_key`, a hash of a canonical
 description of the problem: the cluster's fields with every float written to 6 significant
 digits, whether the costs are measured, the graph's size, the size its unknown dimensions
-were imported with where that is not 1, and a PyTorch program's optimizer. A float's last bits differ
+were imported with where it has some and that is not 1 (gplace.cost.import_size), and a
+PyTorch program's optimizer. A float's last bits differ
 between numpy builds (a random cluster's draws end in ``np.exp``), so a key that hashed
 ``repr(cluster)`` missed on another machine; rounded, the same problem has the same key
 everywhere. The key does not say which op costs: :func:`drop_stale` deletes a graph's cached
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from gplace.cluster import Cluster
-from gplace.cost import half_precision
+from gplace.cost import half_precision, import_size
 from gplace.graph import OpGraph
 from gplace.io import atomic_write_text, cached_array
 from gplace.problem import PlacementProblem
@@ -97,7 +98,7 @@ def graph_key(cluster: Cluster, graph: OpGraph, num_units: int, measured: bool) 
     colocation group: ``graph.group.max() + 1``), without building the problem."""
     im = graph.meta.get("import", {})
     text = describe_problem(cluster, measured, graph.num_ops, graph.num_edges, num_units,
-                            bool(half_precision(graph).any()), int(im.get("unknown_dim", 1)),
+                            bool(half_precision(graph).any()), import_size(graph),
                             im.get("optimizer") if "torch" in graph.meta else None)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 

@@ -138,8 +138,8 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     print(f"pretrain: corpus {cfg.corpus}: {describe(kept)}"
           + (f" ({len(bad) + len(over)} left out)" if bad or over else ""), file=log,
           flush=True)
-    unsized = [e.name for e in kept if load_corpus_graph(e).meta.get("import", {}).get(
-        "sized_inputs")]
+    unsized = [e.name for e in good if e not in over  # imported already, test split aside
+               and load_corpus_graph(e).meta.get("import", {}).get("sized_inputs")]
     if unsized:
         print(f"pretrain: {len(unsized)} graph{'s have' if len(unsized) > 1 else ' has'} "
               f"inputs with unknown dimensions ({', '.join(unsized[:3])}"

@@ -33,7 +33,7 @@ __all__ = ["load_graph", "load_step", "load_placed", "is_torch_source", "Optimiz
            "placed_step"]
 
 
-PROGRAM_LABEL = "<ExportedProgram>"  # an in-memory program's source, where a file has its path
+PROGRAM_LABEL = "the ExportedProgram"  # an in-memory program, where a file has its path
 
 
 def is_program(source) -> bool:
@@ -85,7 +85,7 @@ def load_graph(source, optimizer: str | dict | OptimizerConfig | None = None,
     start = time.perf_counter()
     step = load_step(source, optimizer, trust)
     if is_program(source):
-        graph = to_op_graph(step, name or "program", PROGRAM_LABEL)
+        graph = to_op_graph(step, name or "program", "<ExportedProgram>")
     else:
         graph = to_op_graph(step, name or Path(source).name.split(".")[0], str(source))
     graph.meta["import"] = _import_summary(graph, step, time.perf_counter() - start)
@@ -129,7 +129,12 @@ def load_placed(path, placement,
         optimizer = optimizer or placement.graph.meta.get("torch", {}).get("optimizer")
         placement = placement.op_devices
     elif isinstance(placement, (str, Path)):
-        record = json.loads(Path(placement).read_text())
-        optimizer = optimizer or record.get("torch", {}).get("optimizer")
-        placement = record["placement"]
+        try:
+            record = json.loads(Path(placement).read_text())
+            placement, optimizer = record["placement"], optimizer or record.get(
+                "torch", {}).get("optimizer")
+        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError,
+                AttributeError) as e:
+            raise GraphError(f"{placement}: not a placement.json that gplace place wrote "
+                             f"({one_line(e)})") from None
     return placed_step(load_step(path, optimizer, trust), placement, device_map)

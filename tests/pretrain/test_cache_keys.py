@@ -55,13 +55,18 @@ def test_a_graph_imported_at_another_size_has_another_key():
     c = load_cluster("post-2gpu")
 
     class Sized(Graph):
-        meta = {"import": {"unknown_dim": 64}}
+        meta = {"import": {"unknown_dim": 64, "sized_inputs": ["x"]}}
+
+    class Static(Graph):  # asked for 64, nothing to size: the same problem as at 1
+        meta = {"import": {"unknown_dim": 64, "sized_inputs": [],
+                           "outputs_with_unknown_dims": 0}}
 
     class Silent(Graph):  # an OpGraph saved before the import recorded its size
         meta = {}
 
     assert graph_key(c, Sized, 40, True) != graph_key(c, Graph, 40, True)
-    assert graph_key(c, Silent, 40, True) == graph_key(c, Graph, 40, True) == PINNED
+    assert graph_key(c, Silent, 40, True) == graph_key(c, Static, 40, True) == \
+        graph_key(c, Graph, 40, True) == PINNED
     assert '"unknown_dim":64' in describe_problem(c, True, 120, 300, 40, unknown_dim=64)
 
 

@@ -60,6 +60,7 @@ def test_the_command_runs_a_round_and_skips_a_junk_graph(tmp_path):
     assert all(": 3 graphs (3 train)" in line for line in corpus_lines)  # the pools' too
     assert "round 1 step 2/2: validation" in err and "round 1 done: validation" in err
     card = (tmp_path / "out" / "p.md").read_text()
+    assert card.splitlines()[0].endswith(" --optimizer adam`")
     assert "| **1** |" in card and "| 2 |" in card  # the round row, the step-2 validation row
     assert f"written on a machine with {os.cpu_count()} CPU cores" in card
     import gplace as gp
@@ -172,7 +173,8 @@ def test_a_run_folder_from_before_validate_resumes_only_with_greedy(tmp_path):
     written = json.loads((tmp_path / "config.json").read_text())
     assert written["validate"] == "zero-shot"
     check_run_folder(cfg, tmp_path)                          # the same run: resumes
-    old = {k: v for k, v in written.items() if k not in ("validate", "type_channels")}
+    old = {k: v for k, v in written.items()
+           if k not in ("validate", "type_channels", "unknown_dim", "optimizer")}
     (tmp_path / "config.json").write_text(json.dumps(old, indent=1, sort_keys=True))
     with pytest.raises(ConfigError, match="--validate greedy"):
         check_run_folder(cfg, tmp_path)
@@ -181,6 +183,12 @@ def test_a_run_folder_from_before_validate_resumes_only_with_greedy(tmp_path):
         check_run_folder(replace(cfg, validate="greedy", seed=1), tmp_path)
     with pytest.raises(ConfigError, match="another configuration"):  # before: 16 channels
         check_run_folder(replace(cfg, validate="greedy", type_channels=0), tmp_path)
+    # before --unknown-dim and --optimizer: batch 1 and SGD
+    with pytest.raises(ConfigError, match="another configuration"):
+        check_run_folder(replace(cfg, validate="greedy", unknown_dim=64), tmp_path)
+    with pytest.raises(ConfigError, match="another configuration"):
+        check_run_folder(replace(cfg, validate="greedy", optimizer="adam"), tmp_path)
+    assert "unknown_dim" not in old and "optimizer" not in old
 
 
 def test_a_round_without_experts_says_so_in_the_log_and_the_card():
@@ -372,6 +380,13 @@ def test_a_folder_of_none_batch_graphs_is_imported_at_the_size_given(tmp_path):
         assert graph.out_bytes[graph.out_ptr[x]] == size * 32 * 4
         keys[size] = problem_key_of(entry, "post-2gpu")
     assert keys[1] != keys[64]
+    from gplace.gnn.pretrain import ProblemPool, problem_specs  # what training reads
+    specs = problem_specs(tiny(corpus, unknown_dim=64), "train")
+    assert {e.unknown_dim for e, _ in specs} == {64}
+    pool = ProblemPool(tiny(corpus, unknown_dim=64), "train", search=False)
+    k = next(i for i, (e, _) in enumerate(pool.specs) if e.name == "step")
+    graph = pool.state(k).problem.graph
+    assert graph.out_bytes[graph.out_ptr[list(graph.names).index("x")]] == 64 * 32 * 4
 
 
 def test_a_folders_pytorch_programs_are_read_with_the_optimizer_given(tmp_path):

@@ -222,6 +222,7 @@ def test_an_exported_program_in_memory_imports_and_places_as_its_file_does(tmp_p
     """torch.export.export's ExportedProgram, without saving it: the same step as the .pt2
     (the caller's program left as it was: its unused layer still asks for gradients), placed
     by gplace.place, and the placed step runs from it."""
+    from gplace.errors import ConfigError, GraphError
     from gplace.torchfront import load_placed
     torch.manual_seed(0)
     model, batch = TiedHead(), (torch.randint(0, 20, (6,)), torch.randint(0, 20, (6,)))
@@ -239,6 +240,11 @@ def test_an_exported_program_in_memory_imports_and_places_as_its_file_does(tmp_p
         n: "/job:localhost/replica:0/task:0/device:CPU:0" for n in graph.names.tolist()}}))
     loss, *_ = load_placed(program, tmp_path / "placement.json", optimizer="adam").run()
     assert torch.equal(loss, model(*batch).detach())
+    with pytest.raises(GraphError, match="missing.json: not a placement.json that gplace place "
+                                         "wrote"):
+        load_placed(program, tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match="measure='real'\\) runs TensorFlow graphs"):
+        gplace.place(program, cluster="local-procs", measure="real", progress=False)
 
 
 def test_a_program_torch_cannot_save_is_one_line(monkeypatch):
@@ -250,7 +256,7 @@ def test_a_program_torch_cannot_save_is_one_line(monkeypatch):
         raise RuntimeError("cannot pickle 'CustomObject'\n  a second line")
 
     monkeypatch.setattr(torch.export, "save", refuse)
-    with pytest.raises(GraphError, match=r"^<ExportedProgram>: torch.export.save and load, "
+    with pytest.raises(GraphError, match=r"^the ExportedProgram: torch.export.save and load, "
                                          r"which a .pt2 of it would go through, failed: "
                                          r"RuntimeError: cannot pickle 'CustomObject'$"):
         gplace.load_graph(program)
