@@ -155,10 +155,10 @@ def run(steps: int, log) -> None:
               flush=True)
 
 
-def load_records() -> list[dict]:
-    if not RECORDS.exists():
+def load_records(path: Path = RECORDS) -> list[dict]:
+    if not path.exists():
         return []
-    return [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def append_record(record: dict) -> None:

@@ -12,6 +12,7 @@ nice $PY -m finetune.outside --seeds 0 1 2        # finetune/OUTSIDE.md
 nice $PY -m pretrain.domains                      # pretrain/DOMAINS.md, the shipped columns
 nice $PY -m finetune.optimality --refresh-place   # finetune/OPTIMALITY.md
 nice $PY -m pretrain.specialize                   # pretrain/SPECIALIZE.md
+nice $PY -m pretrain.specialize_torch             # pretrain/SPECIALIZE_PYTORCH.md
 nice $PY finetune/pytorch_study.py --finetune 100 --seeds 0   # finetune/PYTORCH.md
 nice $PY -m finetune.memory                       # finetune/MEMORY.md
 bash finetune/run.sh                              # finetune/RESULTS.md and its bars
