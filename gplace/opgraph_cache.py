@@ -7,7 +7,8 @@ format, a digest of the importer's own source files and of gplace/real/allowlist
 shape inference may evaluate), and the TensorFlow release, so a change to the importer misses
 instead of returning a stale graph. A PyTorch step (``.pt2``) is keyed the same way by its
 bytes, its optimizer and hyperparameters, ``trust``, a digest of gplace/torchfront's sources and
-the torch release. The path is not in the key (the same bytes anywhere are the same graph); the
+the torch release; an in-memory ExportedProgram by the bytes torch.export.save writes for it.
+The path is not in the key (the same bytes anywhere are the same graph); the
 entry's ``source`` and ``name`` are set on reading.
 
 The folder: ``$GPLACE_CACHE_DIR`` when set (``off`` turns the cache off), else the platform's
@@ -104,14 +105,16 @@ def torch_front_version() -> str:
     return f"{FORMAT_VERSION}-{digest.hexdigest()[:16]}-torch{metadata.version('torch')}"
 
 
-def torch_entry_key(file: Path, data: bytes, options: dict) -> str:
-    """The entry of a .pt2's bytes imported with ``options`` (the optimizer, as placement.json
-    records it, and ``trust``: a file imported with --trust-pt2 is checked again without)."""
+def torch_entry_key(file: Path | None, data: bytes, options: dict) -> str:
+    """The entry of a .pt2's bytes (``file`` None: an ExportedProgram's, as torch.export.save
+    writes them) imported with ``options`` (the optimizer, as placement.json records it, and
+    ``trust``: a file imported with --trust-pt2 is checked again without)."""
     from gplace.torchfront.optim import optimizer_config
     described = {"optimizer": optimizer_config(options.get("optimizer")).as_dict(),
-                 "trust": bool(options.get("trust"))}
+                 "trust": bool(options.get("trust")) and file is not None}
     description = json.dumps({"scheme": KEY_SCHEME, "front": torch_front_version(),
-                              "read": ".pt2", "options": described}, sort_keys=True)
+                              "read": ".pt2" if file is not None else "ExportedProgram",
+                              "options": described}, sort_keys=True)
     return hashlib.sha256(description.encode() + b"\0" + data).hexdigest()
 
 
@@ -128,6 +131,8 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     pt2 = isinstance(source, (str, os.PathLike)) and str(source).lower().endswith(".pt2")
     if pt2 and options.get("signature") is not None:  # a cached program would hide it
         raise importer.no_signatures(source, options["signature"])
+    if folder is not None and importer.is_torch_program(source):
+        return _program(folder, source, name, options)
     if folder is None or (set(options) - {"signature"} and not pt2) \
             or not isinstance(source, (str, os.PathLike)) \
             or str(source).lower().endswith(".npz") \
@@ -155,6 +160,26 @@ def load_graph(source, unknown_dim: int = 1, name: str | None = None, **options)
     path = Path(source)
     graph.meta["source"] = str(path)
     graph.meta["name"] = name or (path.name if path.is_dir() else path.name.split(".")[0])
+    return graph
+
+
+def _program(folder: Path, program, name: str | None, options: dict) -> OpGraph:
+    """An ExportedProgram's OpGraph, through the cache by the bytes torch.export.save writes
+    for it (the same program exported again writes the same bytes): tracing its step again
+    takes seconds to tens of seconds."""
+    from gplace import importer
+    from gplace.torchfront import saved_bytes
+    if options.get("signature") is not None:
+        raise importer.no_signatures(program, options["signature"])
+    entry = folder / f"{torch_entry_key(None, saved_bytes(program), options)}.npz"
+    graph = _read(entry)
+    if graph is None:
+        graph = importer.load_graph(program, **options)
+        _write(entry, graph)
+    else:
+        graph.meta["import"]["cached"] = str(entry)
+        _touch(entry)
+    graph.meta["source"], graph.meta["name"] = "<ExportedProgram>", name or "program"
     return graph
 
 

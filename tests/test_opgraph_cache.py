@@ -226,3 +226,25 @@ def test_the_python_api_reads_a_file_it_imported_before_from_the_cache(cache):
     same_graph(first, again)
     with pytest.raises(TypeError, match="unexpected keyword argument 'optimiser'"):
         gplace.load_graph(EXAMPLE, optimiser="adam")  # not hidden by the cached entry
+
+
+def test_an_exported_program_is_cached_by_what_torch_export_save_writes(cache):
+    """Placing an in-memory program again skips tracing its step: the same program, exported
+    again, hits; another optimizer or other weights' shapes miss."""
+    torch = pytest.importorskip("torch")
+    from gplace.examples.torch.models import SmallGPT
+
+    def program(width=64):
+        torch.manual_seed(0)
+        tokens = (torch.randint(0, 256, (4, 32)), torch.randint(0, 256, (4, 32)))
+        return torch.export.export(SmallGPT(d=width), tokens)
+
+    first = opgraph_cache.load_graph(program(), optimizer="adam")
+    again = opgraph_cache.load_graph(program(), optimizer="adam")
+    assert "cached" not in first.meta["import"] and "cached" in again.meta["import"]
+    same_graph(first, again)
+    named = opgraph_cache.load_graph(program(), optimizer="adam", name="mine")
+    assert (named.meta["name"], named.meta["source"]) == ("mine", "<ExportedProgram>")
+    assert "cached" not in opgraph_cache.load_graph(program(), optimizer="sgd").meta["import"]
+    assert "cached" not in opgraph_cache.load_graph(program(96), optimizer="adam").meta["import"]
+    assert len(list(cache.glob("*.npz"))) == 3

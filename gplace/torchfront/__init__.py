@@ -66,14 +66,25 @@ def as_saved(program):
     it was (the step's tracing freezes the parameters no op reads)."""
     import io
     import torch
+    data = saved_bytes(program)
+    try:
+        return torch.export.load(io.BytesIO(data))
+    except Exception as e:  # noqa: BLE001 - torch raises many types; the user gets one line
+        raise GraphError(f"{PROGRAM_LABEL}: torch.export.load of what torch.export.save wrote "
+                         f"for it failed: {one_line(e)}") from None
+
+
+def saved_bytes(program) -> bytes:
+    """What ``torch.export.save`` writes for ``program`` (a GraphError line where it cannot)."""
+    import io
+    import torch
     buffer = io.BytesIO()
     try:
         torch.export.save(program, buffer)
-        buffer.seek(0)
-        return torch.export.load(buffer)
     except Exception as e:  # noqa: BLE001 - torch raises many types; the user gets one line
-        raise GraphError(f"{PROGRAM_LABEL}: torch.export.save and load, which a .pt2 of it "
-                         f"would go through, failed: {one_line(e)}") from None
+        raise GraphError(f"{PROGRAM_LABEL}: torch.export.save, which a .pt2 of it would go "
+                         f"through, failed: {one_line(e)}") from None
+    return buffer.getvalue()
 
 
 def load_graph(source, optimizer: str | dict | OptimizerConfig | None = None,
