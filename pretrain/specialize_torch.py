@@ -146,13 +146,15 @@ def run(steps: int, log) -> None:
 
 
 def write_page(records: list[dict], commit: str) -> None:
+    import textwrap
     from gplace.io import atomic_write_text
     from pretrain.specialize import geomean
     if not records:
         return
     ratios = [("specialized / shipped", "specialized", "shipped"),
               ("scratch / specialized", "scratch", "specialized"),
-              ("shipped / untrained", "shipped", "untrained")]
+              ("shipped / untrained", "shipped", "untrained"),
+              ("specialized / untrained", "specialized", "untrained")]
     head = ["| cases | figure | " + " | ".join(r[0] for r in ratios)
             + " | shipped / best heuristic | specialized / best heuristic |",
             "|---|---|" + "---|" * (len(ratios) + 2)]
@@ -175,30 +177,49 @@ def write_page(records: list[dict], commit: str) -> None:
                          f"{r[f'{a} zero-shot'] / h:.3f} | {r[f'{a} ft 100'] / h:.3f}"
                          for a in ARMS) + " |")
     r0 = records[0]
+    zero = {f"{a}/{b}": geomean(r[f"{a} zero-shot"] / r[f"{b} zero-shot"] for r in records)
+            for a, b in (("specialized", "shipped"), ("shipped", "untrained"),
+                         ("scratch", "specialized"), ("specialized", "untrained"))}
+    reading = (
+        f"What it shows (zero-shot, all {len(records)} cases): the specialized policy places "
+        f"the other programs {zero['specialized/shipped']:.3f}x the shipped policy's step "
+        f"time, but the shipped policy was {zero['shipped/untrained']:.3f}x its own network "
+        "untrained on them: pretraining on the TensorFlow corpus transferred negatively to "
+        "these PyTorch GPTs, and specializing undid that "
+        f"({zero['specialized/untrained']:.3f}x the untrained network). A network trained "
+        f"from scratch on the same folder does as well ({zero['scratch/specialized']:.3f}x the "
+        "specialized one): the shipped weights add nothing here.")
     spec = lambda s: ", ".join(f"{n} (width {d}, {l} layers, context {c}, batch {b})"  # noqa: E731
                                for n, (d, l, _, c, b) in s.items())
+    fill = lambda t: textwrap.fill(" ".join(t.split()), 96)  # noqa: E731
+    intro = fill(f"""The shipped policy learned from TensorFlow graphs only (GPTs among them, no
+        PyTorch program). A user's folder of {r0['mine']} GPT training steps written in PyTorch
+        ({spec(MINE)}; vocabulary {VOCAB}, Adam; `.pt2` files of `torch.export`, no manifest, no
+        profiles: roofline costs) specializes it with one command:""")
+    then = fill(f"""It searched an expert from the shipped policy for every program on post-2gpu,
+        post-4gpu and hetero, and imitated them from the shipped weights:
+        **{r0['specialized minutes']:.1f} minutes** on this 2-core machine. The ablation
+        ("scratch") is the same command without `--init` on a copy of the folder: a fresh
+        network, its experts searched from the untrained network
+        ({r0['scratch minutes']:.1f} minutes); "untrained" is the shipped policy's network
+        freshly initialized (seeded by the case's seed), as the other ablations have it. Then on
+        {len(HELD)} GPT programs the folder does not hold ({spec(HELD)}), on
+        {', '.join(CLUSTERS)} (hdp-8gpu seen by no policy), seeds
+        {', '.join(map(str, SEEDS))}: zero-shot and "ft 100" (100 fine-tuning samples, no
+        heuristic starts), as the learned placer makes them. Ratios are geometric means of step
+        times; below 1 the first is faster. **Every step time is simulated** (roofline costs):
+        estimates, not measurements on hardware.""")
     text = f"""# Specializing the shipped policy on your PyTorch programs
 
-The shipped policy learned from TensorFlow graphs only (GPTs among them, no PyTorch program).
-A user's folder of {r0['mine']} GPT training steps written in PyTorch ({spec(MINE)}; vocabulary
-{VOCAB}, Adam; `.pt2` files of `torch.export`, no manifest, no profiles: roofline costs)
-specializes it with one command:
+{intro}
 
     gplace pretrain --corpus runs/specialize_torch/specialized-mine --optimizer {OPTIMIZER} \\
         --init gplace/checkpoints/policy.pt --random-clusters 0 --rounds 1 \\
         --max-steps {r0['steps']} --out runs/specialize_torch/specialized.pt
 
-It searched an expert from the shipped policy for every program on post-2gpu, post-4gpu and
-hetero, and imitated them from the shipped weights: **{r0['specialized minutes']:.1f} minutes**
-on this 2-core machine. The ablation ("scratch") is the same command without `--init` on a copy
-of the folder: a fresh network, its experts searched from the untrained network
-({r0['scratch minutes']:.1f} minutes); "untrained" is the shipped policy's network freshly
-initialized (seeded by the case's seed), as the other ablations have it. Then on {len(HELD)} GPT programs the folder does not
-hold ({spec(HELD)}), on {', '.join(CLUSTERS)} (hdp-8gpu seen by no policy), seeds
-{', '.join(map(str, SEEDS))}: zero-shot and "ft 100" (100 fine-tuning samples, no heuristic
-starts), as the learned placer makes them. Ratios are geometric means of step times; below 1 the
-first is faster. **Every step time is simulated** (roofline costs): estimates, not
-measurements on hardware.
+{then}
+
+{fill(reading)}
 
 Rebuilt by `nice .venv/bin/python -m pretrain.specialize_torch` (records in
 pretrain/specialize_torch.jsonl), code at commit {commit}.

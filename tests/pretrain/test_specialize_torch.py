@@ -22,4 +22,5 @@ def test_the_page_gives_each_ratio_as_the_geomean_of_the_cases(tmp_path, monkeyp
     rows = [line for line in text.splitlines() if line.startswith("| all (2) | zero-shot |")]
     # specialized / shipped: 0.81 and 0.8, geomean 0.805; scratch / specialized 1/0.81 and 1
     assert rows == ["| all (2) | zero-shot | 0.805 (2 of 2 below 1) | 1.111 (0 of 2 below 1) "
-                    "| 1.118 (0 of 2 below 1) | 1.118 | 0.900 |"]
+                    "| 1.118 (0 of 2 below 1) | 0.900 (1 of 2 below 1) | 1.118 | 0.900 |"]
+    assert "the shipped policy was 1.118x its own network untrained" in " ".join(text.split())
