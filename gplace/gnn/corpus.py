@@ -187,5 +187,6 @@ def import_error(entry: CorpusGraph) -> str | None:
 def describe(entries: list[CorpusGraph]) -> str:
     measured = sum(e.profile is not None for e in entries)
     splits = {s: sum(e.split == s for e in entries) for s in ("train", "validation", "test")}
-    return (f"{len(entries)} graphs ({', '.join(f'{n} {s}' for s, n in splits.items() if n)}); "
+    return (f"{len(entries)} graph{'s' * (len(entries) != 1)} "
+            f"({', '.join(f'{n} {s}' for s, n in splits.items() if n)}); "
             f"{measured} with measured CPU profiles, {len(entries) - measured} with estimated costs")
