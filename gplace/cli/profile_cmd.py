@@ -8,6 +8,11 @@ kind ``cpu`` (the ``local`` and ``local-procs`` clusters) are then measured, not
 on every cluster a graph's TF1 loops are simulated per iteration (the profile counts each op's
 runs). The graph runs for real, so ops off gplace's list of ops without side
 effects (gplace/real/allowlist.py) are refused unless ``--allow-unsafe``.
+
+A PyTorch program (``.pt2``) is measured node by node by gplace.torchfront.profile (an FX
+interpreter on one thread, medians over the timed steps), its step with ``--optimizer``'s
+updates as ``gplace place --optimizer`` imports it; its archive is checked as the import checks
+it unless ``--trust-pt2``.
 """
 
 from __future__ import annotations
@@ -25,10 +30,10 @@ from gplace.io import plain_json
 
 def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help="measure every op of a training step on this CPU",
-                       description="Measure every op of a TensorFlow training step on this "
-                                   "machine's CPU and write the profile beside the model, where "
-                                   "place, simulate and bench read it.")
-    p.add_argument("model", help=".pb, .pbtxt, .meta or SavedModel directory (not .pt2)")
+                       description="Measure every op of a TensorFlow or PyTorch training step "
+                                   "on this machine's CPU and write the profile beside the "
+                                   "model, where place, simulate and bench read it.")
+    p.add_argument("model", help=".pb, .pbtxt, .meta, SavedModel directory or PyTorch .pt2")
     p.add_argument("--out", metavar="FILE",
                    help="where to write the profile (default: <model name>.profile.json.gz "
                         "beside the model, where gplace looks for it)")
@@ -47,6 +52,11 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=checks.count(1, 86400, "seconds"), default=600,
                    metavar="SECONDS", help="fail an op that blocks longer than this, e.g. a "
                                            "queue nothing fills (default 600)")
+    p.add_argument("--optimizer", default=None, metavar="NAME[:KEY=VALUE,...]",
+                   help=".pt2 only: the optimizer whose updates the measured step runs, as "
+                        "place --optimizer (default: sgd)")
+    p.add_argument("--trust-pt2", action="store_true",
+                   help=".pt2 only: load it without gplace's checks (as place --trust-pt2)")
     p.add_argument("--force", action="store_true", help="replace a profile that exists")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     return p
@@ -54,14 +64,22 @@ def add_parser(sub, name: str) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     model = checks.model_path(args.model)
-    if str(model).lower().endswith((".pt2", ".npz")):
-        raise ConfigError(f"{model}: gplace profile runs TensorFlow graphs (.pb, .pbtxt, .meta, "
-                          "SavedModel), not a PyTorch program or a saved OpGraph")
+    pt2 = str(model).lower().endswith(".pt2")
+    if str(model).lower().endswith(".npz"):
+        raise ConfigError(f"{model}: gplace profile runs a training step (.pb, .pbtxt, .meta, "
+                          "SavedModel or .pt2), not a saved OpGraph")
+    if not pt2 and (args.optimizer is not None or args.trust_pt2):
+        raise ConfigError("--optimizer and --trust-pt2 apply to PyTorch (.pt2) models only")
+    if pt2 and (args.loss is not None or args.allow_unsafe or args.unknown_dim != 1):
+        raise ConfigError("--loss, --allow-unsafe and --unknown-dim apply to TensorFlow graphs; "
+                          "a .pt2's step is its forward's loss at its example batch")
     from gplace.cost import import_size, profile_path_for
     beside = profile_path_for(model)
     out = checks.output_file(args.out or beside)
     if out.exists() and not args.force:
         raise ConfigError(f"{out} exists; --force replaces it")
+    if pt2:
+        return _profile_program(args, model, out, beside)
     # The profiler's kernels: no oneDNN fusions, so that step_stats names are the graph's (this
     # must precede TensorFlow's import; nothing in the command has imported it yet).
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"
@@ -99,15 +117,43 @@ def run(args) -> int:
     if trips:
         shown = ", ".join(f"{n} {t:,}" for n, t in list(trips.items())[:3])
         loops += (f"; functional While trips: {shown}" + (", ..." if len(trips) > 3 else ""))
-    use = ("gplace place, simulate and bench now read it: its times for devices of kind cpu "
-           "(clusters local and local-procs), its run counts on every cluster"
-           if out.resolve() == beside.resolve()
-           else f"gplace reads a model's profile from {beside}; move it there to use it")
-    print(f"profiled {summary['ops_profiled']:,} of {graph.num_ops:,} ops of {profile.graph} on "
-          f"{profile.machine}: step {profile.step_time_s * 1e3:.1f} ms traced, op times cover "
-          f"{profile.coverage:.0%} of it{loops} ({summary['seconds']:.0f} s)\n"
+    return _say(summary, out, beside, "traced", profile.coverage, loops,
+                "gplace place, simulate and bench now read it: its times for devices of kind "
+                "cpu (clusters local and local-procs), its run counts on every cluster")
+
+
+def _say(summary: dict, out: Path, beside: Path, how: str, coverage: float, extra: str,
+         use: str) -> int:
+    """The command's two lines: what was measured, and where it was written for whom."""
+    if out.resolve() != beside.resolve():
+        use = f"gplace reads a model's profile from {beside}; move it there to use it"
+    print(f"profiled {summary['ops_profiled']:,} of {summary['graph_ops']:,} ops of "
+          f"{summary['graph']} on {summary['machine']}: step {summary['step_time_s'] * 1e3:.1f} "
+          f"ms {how}, op times cover {coverage:.0%} of it{extra} ({summary['seconds']:.0f} s)\n"
           f"wrote {out}: {use}")
     return 0
+
+
+def _profile_program(args, model: Path, out: Path, beside: Path) -> int:
+    """``gplace profile`` of a PyTorch program: its step's nodes timed on this CPU."""
+    from gplace.torchfront.optim import parse_optimizer
+    from gplace.torchfront.profile import profile_file
+    optimizer = parse_optimizer(args.optimizer) if args.optimizer else None
+    start = time.perf_counter()
+    profile, graph = profile_file(model, optimizer, args.trust_pt2, args.steps)
+    profile.save(out)
+    summary = {"graph": profile.graph, "profile": str(out), "ops_profiled": len(profile.op_names),
+               "graph_ops": graph.num_ops, "step_time_s": profile.step_time_s,
+               "coverage": round(profile.meta["time_coverage"], 4),
+               "optimizer": profile.meta["optimizer"], "machine": profile.machine,
+               "seconds": round(time.perf_counter() - start, 1)}
+    if args.json:
+        print(plain_json(summary))
+        return 0
+    return _say(summary, out, beside, "run node by node", summary["coverage"], "",
+                "gplace place, simulate and bench now read it for devices of kind cpu "
+                "(clusters local and local-procs) when the step is imported with --optimizer "
+                f"{profile.meta['optimizer']}; another optimizer's update ops are estimated")
 
 
 def _measure(profile, model: Path):

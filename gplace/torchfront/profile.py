@@ -101,6 +101,17 @@ def profile_step(step: StepGraph, graph: OpGraph, warmup: int = 2, steps: int = 
               "optimizer": step.optimizer.spec})
 
 
+def profile_file(path: str | Path, optimizer=None, trust: bool = False, steps: int = 5,
+                 name: str | None = None) -> tuple[CostProfile, OpGraph]:
+    """(the profile of the step of the program saved at ``path``, with ``optimizer``'s updates,
+    measured on this CPU; the OpGraph it covers, as gplace.load_graph imports it)."""
+    from gplace.torchfront import load_step
+    from gplace.torchfront.opgraph import to_op_graph
+    step = load_step(path, optimizer, trust)
+    graph = to_op_graph(step, name or Path(path).name.split(".")[0], str(path))
+    return profile_step(step, graph, steps=steps), graph
+
+
 def profile_path(model: str | Path) -> Path:
     """Where gplace.cost.cost_model_for looks for the profile of ``model``."""
     model = Path(model)

@@ -95,3 +95,30 @@ def test_a_step_that_blocks_fails_after_the_timeout(tmp_path, capsys):
     assert main(["profile", str(path), "--timeout", "2"]) == 2
     err = capsys.readouterr().err.strip()
     assert "DeadlineExceededError" in err and "\n" not in err
+
+
+def test_a_pytorch_program_is_profiled_with_its_optimizer_and_place_reads_it(tmp_path, capsys):
+    """gplace profile model.pt2 --optimizer adam: every op of the step with Adam's updates timed
+    here, beside the program, where place (with the same optimizer) prices the CPU by it."""
+    from gplace.cluster import load_cluster
+    from gplace.cost import cost_model_for
+    from gplace.examples.torch.build import export_example
+    from gplace.opgraph_cache import load_graph
+    model = export_example("gnn", tmp_path)
+    assert main(["profile", str(model), "--optimizer", "adam", "--steps", "1", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["optimizer"] == "adam" and summary["ops_profiled"] == summary["graph_ops"]
+    profile = CostProfile.load(tmp_path / "gnn.profile.json.gz")
+    graph = load_graph(model, optimizer="adam")
+    assert sorted(profile.op_names.tolist()) == sorted(graph.names.tolist())
+    costs = cost_model_for(model).costs(graph, load_cluster("local-procs"))
+    assert costs.measured.all()
+    sgd = cost_model_for(model).costs(load_graph(model), load_cluster("local-procs"))
+    assert 0 < sgd.measured[:, 0].sum() < len(sgd.measured)  # Adam's update ops are not SGD's
+    for argv, needle in ((["--loss", "x"], "--loss, --allow-unsafe and --unknown-dim apply to "
+                                           "TensorFlow graphs"),
+                         (["--optimizer", "adagrad", "--force"], "unknown optimizer 'adagrad'")):
+        assert main(["profile", str(model), *argv]) == 2
+        assert needle in capsys.readouterr().err
+    assert main(["profile", str(LOOPED), "--optimizer", "adam"]) == 2
+    assert "apply to PyTorch (.pt2) models only" in capsys.readouterr().err

@@ -44,11 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 def write_profile(path: Path, optimizer: str = "sgd") -> Path:
     """Measures the step of the program at ``path`` on this CPU; writes and returns the
     profile file beside it."""
-    from gplace.torchfront import load_step
-    from gplace.torchfront.opgraph import to_op_graph
-    from gplace.torchfront.profile import profile_path, profile_step
-    step = load_step(path, optimizer)
-    profile = profile_step(step, to_op_graph(step, path.name.split(".")[0], str(path)))
+    from gplace.torchfront.profile import profile_file, profile_path
+    profile, _ = profile_file(path, optimizer)
     out = profile_path(path)
     profile.save(out)
     return out
