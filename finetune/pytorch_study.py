@@ -34,6 +34,7 @@ SNIPPET = """\
 ```bash
 python -m gplace.examples.torch.build --out .  # cnn.pt2, gpt.pt2, lstm.pt2, recsys.pt2, gnn.pt2 here
 # yours: torch.export.save(torch.export.export(model, batch), "model.pt2"), forward -> loss
+gplace profile cnn.pt2 --optimizer adam --force  # its CPU times beside it (build wrote SGD's)
 gplace place cnn.pt2 --optimizer adam --finetune 100 --out out/
 ```
 ```python
