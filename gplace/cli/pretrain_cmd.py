@@ -69,7 +69,9 @@ def _add_fields(parser, cls, defaults, skip=()) -> None:
         default = getattr(defaults, f.name)
         kw = dict(default=default, dest=f.name, help=f"{helps.get(f.name, '')} "
                   f"(default: {' '.join(default) if isinstance(default, tuple) else default})")
-        if isinstance(default, tuple):
+        if isinstance(default, bool):  # a switch: off by default, on when given
+            kw = dict(dest=f.name, action="store_true", help=helps.get(f.name, ""))
+        elif isinstance(default, tuple):
             kw.update(nargs="+", default=list(default), metavar="C")
         elif f.name in TYPES:
             kw.update(type=TYPES[f.name])
@@ -122,13 +124,16 @@ def run(args) -> int:
 
 
 def _check_optimizer(cfg: PretrainConfig, has_programs: bool) -> None:
-    """--optimizer: a name and hyperparameters gplace.torchfront knows, for a corpus with
-    PyTorch programs (one ConfigError line otherwise)."""
+    """--optimizer (a name and hyperparameters gplace.torchfront knows) and --trust-pt2, for
+    a corpus with PyTorch programs (one ConfigError line otherwise)."""
     from gplace.errors import ConfigError
     if not has_programs:
         if cfg.optimizer != PretrainConfig.optimizer:
             raise ConfigError(f"--optimizer applies to PyTorch (.pt2) programs; {cfg.corpus} "
                               "has none (a TensorFlow graph has its own optimizer)")
+        if cfg.trust_pt2:
+            raise ConfigError(f"--trust-pt2 applies to PyTorch (.pt2) programs; {cfg.corpus} "
+                              "has none")
         return
     from gplace.torchfront.optim import parse_optimizer
     parse_optimizer(cfg.optimizer)

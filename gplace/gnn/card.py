@@ -55,7 +55,8 @@ def card_text(cfg, results, best, run_dir: Path, start=None, ranks: int = 1) -> 
              else f"the starting policy {cfg.init_from}, which no round beat")
     init = (f" --init {cfg.init_from}" if cfg.init_from else "") + (
         f" --unknown-dim {cfg.unknown_dim}" if cfg.unknown_dim != 1 else "") + (
-        f" --optimizer {cfg.optimizer}" if cfg.optimizer != "sgd" else "")
+        f" --optimizer {cfg.optimizer}" if cfg.optimizer != "sgd" else "") + (
+        " --trust-pt2" if cfg.trust_pt2 else "")
     lines = [f"# Policy card: `gplace pretrain --corpus {cfg.corpus}{init}`", "",
              f"Written: {which}.", "",
              "Expert iteration (gplace.gnn.iteration): each round searches an expert for every "

@@ -92,6 +92,9 @@ class PretrainConfig:
                                    # program adds (as `gplace place --optimizer`: sgd,
                                    # momentum, adam or adamw[:key=value,...]); a TensorFlow
                                    # graph has its own
+    trust_pt2: bool = False        # load the .pt2 programs without gplace's checks, as
+                                   # `gplace place --trust-pt2`: unpickling can run any code,
+                                   # so only for files you made or trust
     clusters: tuple[str, ...] = ("post-2gpu", "post-4gpu", "hetero")  # cluster presets or
                                    # YAML files to train on (hdp-8gpu and nvlink-8gpu stay
                                    # unseen for the generalization study)

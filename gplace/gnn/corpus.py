@@ -36,6 +36,7 @@ class CorpusGraph:
     ops: int | None = None  # the op count the manifest lists (None: unknown until imported)
     unknown_dim: int = 1    # the size its unknown dimensions are imported with
     optimizer: str | None = None  # a PyTorch program's: the optimizer its step updates with
+    trust: bool = False     # ... and whether it is loaded without gplace's checks
 
 
 def find_manifest(directory: Path) -> tuple[Path, Path] | None:
@@ -49,11 +50,11 @@ def find_manifest(directory: Path) -> tuple[Path, Path] | None:
     return None
 
 
-def list_corpus(directory: str | Path, unknown_dim: int = 1,
-                optimizer: str = "sgd") -> list[CorpusGraph]:
+def list_corpus(directory: str | Path, unknown_dim: int = 1, optimizer: str = "sgd",
+                trust: bool = False) -> list[CorpusGraph]:
     """The corpus' graphs, each to be imported with its unknown dimensions (a None batch)
     sized ``unknown_dim``, a PyTorch program's step with the updates of ``optimizer`` (a
-    gplace.torchfront.optim spec)."""
+    gplace.torchfront.optim spec), loaded without gplace's checks if ``trust``."""
     directory = Path(directory)
     if not directory.is_dir():
         raise ConfigError(f"{directory}: corpus folder not found")
@@ -63,8 +64,8 @@ def list_corpus(directory: str | Path, unknown_dim: int = 1,
         raise ConfigError(f"{directory}: no graphs found (expected a manifest.yaml or "
                           f"{', '.join((*GRAPH_SUFFIXES, TORCH_SUFFIX))} files or SavedModel "
                           "folders)")
-    return [replace(g, unknown_dim=unknown_dim,
-                    optimizer=optimizer if is_torch(g.path) else None) for g in graphs]
+    return [replace(g, unknown_dim=unknown_dim, optimizer=optimizer if is_torch(g.path) else None,
+                    trust=trust and is_torch(g.path)) for g in graphs]
 
 
 def is_torch(path: Path) -> bool:
@@ -139,7 +140,8 @@ def _from_folder(directory: Path) -> list[CorpusGraph]:
     out, seen = [], {}
     for path in sorted(directory.iterdir()):
         is_saved_model = path.is_dir() and (path / "saved_model.pb").exists()
-        if path.suffix in GRAPH_SUFFIXES or is_saved_model or (is_torch(path) and path.is_file()):
+        program = is_torch(path) and path.is_file()
+        if path.suffix in GRAPH_SUFFIXES or is_saved_model or program:
             name = path.name if is_saved_model else path.name.split(".")[0]
             if name in seen:
                 raise ConfigError(f"{directory}: {seen[name]} and {path.name} both name the "
@@ -157,7 +159,8 @@ def load_corpus_graph(entry: CorpusGraph) -> OpGraph:
     optimizer), as ``gplace place --unknown-dim`` (``--optimizer``) imports it."""
     from gplace.opgraph_cache import load_graph
     if entry.optimizer is not None:
-        return load_graph(entry.path, name=entry.name, optimizer=entry.optimizer)
+        return load_graph(entry.path, name=entry.name, optimizer=entry.optimizer,
+                          trust=entry.trust)
     return load_graph(entry.path, entry.unknown_dim, name=entry.name)
 
 

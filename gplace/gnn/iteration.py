@@ -109,7 +109,7 @@ def prepare_corpus(cfg: PretrainConfig, restore: str | Path | None = None,
     from gplace.gnn.cache import check_writable, drop_stale
     from gplace.gnn.corpus import describe, importable, left_aside, list_corpus
     from gplace.gnn.experts import corpus_archive, restore_archive
-    entries = list_corpus(cfg.corpus, cfg.unknown_dim, cfg.optimizer)
+    entries = list_corpus(cfg.corpus, cfg.unknown_dim, cfg.optimizer, cfg.trust_pt2)
     check_writable([e.path for e in entries])
     good, bad = importable([e for e in entries if e.split in ("train", "validation")],
                            Every(IMPORT_REPORT_S, lambda k, n: print(
@@ -415,7 +415,7 @@ def check_run_folder(cfg: PretrainConfig, run_dir: Path) -> None:
         # ... read op types through a 16-channel embedding, learned in one order and
         # imported graphs with their unknown dimensions sized 1 (and no PyTorch program)
         before = {"validate": "greedy", "type_channels": 16, "train_orders": "policy",
-                  "unknown_dim": 1, "optimizer": "sgd"}
+                  "unknown_dim": 1, "optimizer": "sgd", "trust_pt2": False}
         if json.dumps({**before, **theirs}, indent=1, sort_keys=True) != mine:
             raise ConfigError(f"{run_dir} holds a run of another configuration ({path}); give "
                               f"another --log-dir or --out, or remove it to start over")

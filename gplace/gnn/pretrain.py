@@ -62,7 +62,7 @@ from gplace.profile import CostProfile
 
 def problem_specs(cfg: PretrainConfig, split: str) -> list[tuple[CorpusGraph, str | int]]:
     """(graph, cluster) pairs of one split: presets by name, random clusters by seed."""
-    entries = [e for e in list_corpus(cfg.corpus, cfg.unknown_dim, cfg.optimizer)
+    entries = [e for e in list_corpus(cfg.corpus, cfg.unknown_dim, cfg.optimizer, cfg.trust_pt2)
                if e.split == split]
     per_graph = cfg.random_clusters if split == "train" else min(cfg.random_clusters, 1)
     specs = []

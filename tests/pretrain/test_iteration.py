@@ -174,7 +174,7 @@ def test_a_run_folder_from_before_validate_resumes_only_with_greedy(tmp_path):
     assert written["validate"] == "zero-shot"
     check_run_folder(cfg, tmp_path)                          # the same run: resumes
     old = {k: v for k, v in written.items()
-           if k not in ("validate", "type_channels", "unknown_dim", "optimizer")}
+           if k not in ("validate", "type_channels", "unknown_dim", "optimizer", "trust_pt2")}
     (tmp_path / "config.json").write_text(json.dumps(old, indent=1, sort_keys=True))
     with pytest.raises(ConfigError, match="--validate greedy"):
         check_run_folder(cfg, tmp_path)
@@ -413,6 +413,36 @@ def test_a_folders_pytorch_programs_are_read_with_the_optimizer_given(tmp_path):
     assert keys["sgd"] != keys["adam"]
     # the weights, Adam's two moments and its step counts
     assert 3 * states["sgd"] <= states["adam"] < 3.01 * states["sgd"]
+
+
+def test_a_program_gplaces_checks_refuse_is_read_only_with_trust_pt2(tmp_path):
+    """A .pt2 with a member the checks refuse (one torch.export.save does not write) is
+    skipped with the import's one line, and read with --trust-pt2; the switch on a corpus
+    without programs is one line."""
+    import zipfile
+    from gplace.examples.torch.build import export_example
+    from gplace.gnn.corpus import list_corpus, load_corpus_graph
+    from gplace.gnn.iteration import prepare_corpus
+    corpus = folder_corpus(tmp_path / "mine")
+    plain = export_example("gnn", tmp_path)
+    with zipfile.ZipFile(plain) as src, zipfile.ZipFile(corpus / "extra.pt2", "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info.filename))
+        dst.writestr(f"{src.namelist()[0].split('/')[0]}/data/notes.bin", b"\x00")
+    log = io.StringIO()
+    prepare_corpus(tiny(corpus), log=log)
+    assert "pretrain: skipped extra.pt2: " in log.getvalue() and "--trust-pt2" in log.getvalue()
+    log = io.StringIO()
+    prepare_corpus(tiny(corpus, trust_pt2=True), log=log)
+    assert "skipped" not in log.getvalue() and ": 3 graphs (3 train)" in log.getvalue()
+    entry = next(e for e in list_corpus(corpus, trust=True) if e.name == "extra")
+    assert entry.trust and load_corpus_graph(entry).num_ops > 50
+    (corpus / "extra.pt2").unlink()
+    proc = gplace(["--corpus", str(corpus), "--trust-pt2", "--out", "out/p.pt"], tmp_path,
+                  timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"gplace pretrain: error: --trust-pt2 applies to PyTorch (.pt2) programs; {corpus} "
+        "has none"]
 
 
 def test_an_optimizer_for_no_program_or_unknown_is_one_line(tmp_path):
