@@ -200,7 +200,8 @@ class CostModel:
             skipped = ""
             if profile is not None and not same_size(profile, graph):
                 skipped = (f"; its profile, measured with unknown dimensions of "
-                           f"{profile.meta.get('unknown_dim', 1)} (the graph's: {import_size(graph)}),"
+                           f"{profile.meta.get('unknown_dim', 1)} (the graph's: "
+                           f"{import_size(graph)}),"
                            " not used")
                 profile = None
             if profile is not None:

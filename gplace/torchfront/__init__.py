@@ -9,8 +9,9 @@
     placed = placed_step(step, {op name: device, ...})         # runs it, part by part
 
 A ``.pt2`` file is a ``torch.export.save``-d program whose forward takes the example batch and
-returns the scalar loss; the ExportedProgram itself (``torch.export.export``'s) serves as well. gplace derives the backward (AOT autograd's joint graph, step.py),
-appends the optimizer's updates (optim.py), and imports the whole step as one OpGraph
+returns the scalar loss; the ExportedProgram itself (``torch.export.export``'s) serves as well.
+gplace derives the backward (AOT autograd's joint graph, step.py), appends the optimizer's
+updates (optim.py), and imports the whole step as one OpGraph
 (opgraph.py): ATen op types mapped onto the TensorFlow types the policy knows (optypes.py),
 FLOPs from ``torch.utils.flop_counter`` where it has a formula (flops.py), parameter and
 optimizer-state bytes, colocation of a parameter with its state and update. ``profile.py``
