@@ -167,14 +167,14 @@ def _program(folder: Path, program, name: str | None, options: dict) -> OpGraph:
     """An ExportedProgram's OpGraph, through the cache by the bytes torch.export.save writes
     for it (the same program exported again writes the same bytes): tracing its step again
     takes seconds to tens of seconds."""
-    from gplace import importer
-    from gplace.torchfront import saved_bytes
+    from gplace import importer, torchfront
     if options.get("signature") is not None:
         raise importer.no_signatures(program, options["signature"])
-    entry = folder / f"{torch_entry_key(None, saved_bytes(program), options)}.npz"
+    data = torchfront.saved_bytes(program)  # the key, and on a miss what is imported
+    entry = folder / f"{torch_entry_key(None, data, options)}.npz"
     graph = _read(entry)
     if graph is None:
-        graph = importer.load_graph(program, **options)
+        graph = torchfront.load_graph(data, options.get("optimizer"))
         _write(entry, graph)
     else:
         graph.meta["import"]["cached"] = str(entry)

@@ -113,15 +113,10 @@ def run(steps: int, log) -> None:
     from gplace.gnn.corpus import list_corpus
     from gplace.gnn.placer import GNNPlacer, load_policy
     from gplace.gnn.placer import SHIPPED
-    from gplace.io import atomic_write_text
     from pretrain.domains import policy_digest
     torch.set_num_threads(1)
     digest = policy_digest(SHIPPED)
-    kept = [r for r in load_records()
-            if r.get("shipped_policy") == digest and r.get("finetune") == FINETUNE_TAG]
-    if RECORDS.exists() and len(kept) < len(load_records()):  # another policy or settings
-        atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in kept))
-    done = {r["key"] for r in kept}
+    done = current_keys(RECORDS, digest)
     todo = [(g, c, s) for g in HELD_OUT for c in CLUSTERS for s in SEEDS
             if f"{g} {c} {s}" not in done]
     if not todo:
@@ -153,6 +148,34 @@ def run(steps: int, log) -> None:
               f"{rec['specialized ft 100'] / rec['shipped ft 100']:.3f}, zero-shot "
               f"{rec['specialized zero-shot'] / rec['shipped zero-shot']:.3f}", file=log,
               flush=True)
+
+
+def current_keys(path: Path, digest: str) -> set[str]:
+    """The keys of the records at ``path`` made with the shipped policy of ``digest`` and
+    today's fine-tuning settings (finetune.study.FINETUNE_TAG); the others are dropped from
+    the file (atomically), to be made again."""
+    from finetune.study import FINETUNE_TAG
+    from gplace.io import atomic_write_text
+    every = load_records(path)
+    kept = [r for r in every
+            if r.get("shipped_policy") == digest and r.get("finetune") == FINETUNE_TAG]
+    if len(kept) < len(every):  # another policy or settings
+        atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in kept))
+    return {r["key"] for r in kept}
+
+
+def study_main(doc: str, run, write_page, records: Path, argv=None) -> int:
+    """The command line of a specialization study: ``run`` what is missing (--steps of
+    imitation), then the page from the records (--page-only: only that)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps")
+    ap.add_argument("--page-only", action="store_true", help="write the page from the records")
+    args = ap.parse_args(argv)
+    if not args.page_only:
+        run(args.steps, sys.stderr)
+    from pretrain.domains import _commit
+    write_page(load_records(records), _commit())
+    return 0
 
 
 def load_records(path: Path = RECORDS) -> list[dict]:
@@ -259,16 +282,7 @@ pretrain/specialize.jsonl), code at commit {commit}.
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps")
-    ap.add_argument("--page-only", action="store_true", help="write the page from the records")
-    args = ap.parse_args(argv)
-    if not args.page_only:
-        run(args.steps, sys.stderr)
-    from pretrain.domains import _commit
-    write_page(load_records(), _commit())
-    return 0
-
+    return study_main(__doc__, run, write_page, RECORDS, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

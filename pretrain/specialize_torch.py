@@ -22,7 +22,6 @@ shipped policy or other fine-tuning settings are made again. Every step time is 
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import subprocess
@@ -102,19 +101,13 @@ def run(steps: int, log) -> None:
     from gplace.cluster import load_cluster
     from gplace.cost import cost_model_for
     from gplace.gnn.placer import SHIPPED, GNNPlacer, load_policy
-    from gplace.io import atomic_write_text
     from gplace.opgraph_cache import load_graph
     from gplace.problem import PlacementProblem
     from pretrain.domains import policy_digest
-    from pretrain.specialize import load_records
+    from pretrain.specialize import current_keys
     torch.set_num_threads(1)
     digest = policy_digest(SHIPPED)
-    every = load_records(RECORDS)
-    kept = [r for r in every if r.get("shipped_policy") == digest
-            and r.get("finetune") == FINETUNE_TAG]
-    if len(kept) < len(every):  # another shipped policy or fine-tuning settings
-        atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in kept))
-    done = {r["key"] for r in kept}
+    done = current_keys(RECORDS, digest)
     todo = [(g, c, s) for g in HELD for c in CLUSTERS for s in SEEDS
             if f"{g} {c} {s}" not in done]
     if not todo:
@@ -234,17 +227,8 @@ pretrain/specialize_torch.jsonl), code at commit {commit}.
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--steps", type=int, default=STEPS, help="imitation steps")
-    ap.add_argument("--page-only", action="store_true", help="write the page from the records")
-    args = ap.parse_args(argv)
-    if not args.page_only:
-        run(args.steps, sys.stderr)
-    from pretrain.domains import _commit
-    from pretrain.specialize import load_records
-    write_page(load_records(RECORDS), _commit())
-    return 0
-
+    from pretrain.specialize import study_main
+    return study_main(__doc__, run, write_page, RECORDS, argv)
 
 if __name__ == "__main__":
     sys.exit(main())

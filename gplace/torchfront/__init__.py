@@ -37,47 +37,45 @@ __all__ = ["load_graph", "load_step", "load_placed", "is_torch_source", "Optimiz
 PROGRAM_LABEL = "the ExportedProgram"  # an in-memory program, where a file has its path
 
 
-def is_program(source) -> bool:
-    """Whether ``source`` is an in-memory torch.export program (an ExportedProgram)."""
-    from torch.export import ExportedProgram
-    return isinstance(source, ExportedProgram)
-
-
 def is_torch_source(source) -> bool:
     """Whether ``source`` is a torch.export program: a ``.pt2`` path or an ExportedProgram."""
-    return is_program(source) or (isinstance(source, (str, Path))
-                                  and str(source).lower().endswith(PT2_SUFFIX))
+    from gplace.importer import is_torch_program
+    return is_torch_program(source) or (isinstance(source, (str, Path))
+                                        and str(source).lower().endswith(PT2_SUFFIX))
 
 
 def load_step(source, optimizer: str | dict | OptimizerConfig | None = None,
               trust: bool = False):
-    """The StepGraph (gplace.torchfront.step) of an ExportedProgram or of the program saved
-    at a path (``trust``: unpickle it without the checks of gplace.torchfront.program)."""
-    from gplace.torchfront.step import build_step
-    if is_program(source):
-        return build_step(as_saved(source), optimizer_config(optimizer), label=PROGRAM_LABEL)
-    program = load_program(source, trust=trust)
-    return build_step(program, optimizer_config(optimizer), label=str(source))
-
-
-def as_saved(program):
-    """The ExportedProgram ``program`` as its ``.pt2`` loads (saved and loaded in memory): the
-    step of a program is the step of its file (a tied pair of parameters, one tensor in
-    memory, is two entries in a file, one of them read), and the caller's program is left as
-    it was (the step's tracing freezes the parameters no op reads)."""
+    """The StepGraph (gplace.torchfront.step) of the program saved at a path (``trust``: loaded
+    without the checks of gplace.torchfront.program), of an ExportedProgram or of the bytes
+    ``torch.export.save`` wrote for one (:func:`saved_bytes`). An ExportedProgram is taken as
+    its ``.pt2`` loads: the step of a program is the step of its file (a tied pair of
+    parameters, one tensor in memory, is two entries in a file, one of them read), and the
+    caller's program is left as it was (the step's tracing freezes the parameters no op
+    reads)."""
     import io
+
     import torch
-    data = saved_bytes(program)
+
+    from gplace.importer import is_torch_program
+    from gplace.torchfront.step import build_step
+    if is_torch_program(source):
+        source = saved_bytes(source)
+    if not isinstance(source, bytes):
+        return build_step(load_program(source, trust=trust), optimizer_config(optimizer),
+                          label=str(source))
     try:
-        return torch.export.load(io.BytesIO(data))
+        program = torch.export.load(io.BytesIO(source))
     except Exception as e:  # noqa: BLE001 - torch raises many types; the user gets one line
         raise GraphError(f"{PROGRAM_LABEL}: torch.export.load of what torch.export.save wrote "
                          f"for it failed: {one_line(e)}") from None
+    return build_step(program, optimizer_config(optimizer), label=PROGRAM_LABEL)
 
 
 def saved_bytes(program) -> bytes:
     """What ``torch.export.save`` writes for ``program`` (a GraphError line where it cannot)."""
     import io
+
     import torch
     buffer = io.BytesIO()
     try:
@@ -90,13 +88,14 @@ def saved_bytes(program) -> bytes:
 
 def load_graph(source, optimizer: str | dict | OptimizerConfig | None = None,
                trust: bool = False, name: str | None = None) -> OpGraph:
-    """The OpGraph of one training step (forward, backward, the optimizer's updates) of an
-    ExportedProgram or of the program saved at a path; raises GraphError naming what it cannot
-    import. ``name``: the graph's (default: the file name, "program" for an object)."""
+    """The OpGraph of one training step (forward, backward, the optimizer's updates) of what
+    :func:`load_step` reads; raises GraphError naming what it cannot import. ``name``: the
+    graph's (default: the file name, "program" for an ExportedProgram)."""
+    from gplace.importer import is_torch_program
     from gplace.torchfront.opgraph import to_op_graph
     start = time.perf_counter()
     step = load_step(source, optimizer, trust)
-    if is_program(source):
+    if is_torch_program(source) or isinstance(source, bytes):
         graph = to_op_graph(step, name or "program", "<ExportedProgram>")
     else:
         graph = to_op_graph(step, name or Path(source).name.split(".")[0], str(source))
