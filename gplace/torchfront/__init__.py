@@ -39,9 +39,15 @@ PROGRAM_LABEL = "the ExportedProgram"  # an in-memory program, where a file has 
 
 def is_torch_source(source) -> bool:
     """Whether ``source`` is a torch.export program: a ``.pt2`` path or an ExportedProgram."""
-    from gplace.importer import is_torch_program
-    return is_torch_program(source) or (isinstance(source, (str, Path))
-                                        and str(source).lower().endswith(PT2_SUFFIX))
+    return is_program(source) or (isinstance(source, (str, Path))
+                                  and str(source).lower().endswith(PT2_SUFFIX))
+
+
+def is_program(source) -> bool:
+    """Whether ``source`` is an ExportedProgram (gplace.importer asks the same without
+    importing torch, and imports this package: it cannot be asked from here)."""
+    from torch.export import ExportedProgram
+    return isinstance(source, ExportedProgram)
 
 
 def load_step(source, optimizer: str | dict | OptimizerConfig | None = None,
@@ -57,9 +63,8 @@ def load_step(source, optimizer: str | dict | OptimizerConfig | None = None,
 
     import torch
 
-    from gplace.importer import is_torch_program
     from gplace.torchfront.step import build_step
-    if is_torch_program(source):
+    if is_program(source):
         source = saved_bytes(source)
     if not isinstance(source, bytes):
         return build_step(load_program(source, trust=trust), optimizer_config(optimizer),
@@ -91,11 +96,10 @@ def load_graph(source, optimizer: str | dict | OptimizerConfig | None = None,
     """The OpGraph of one training step (forward, backward, the optimizer's updates) of what
     :func:`load_step` reads; raises GraphError naming what it cannot import. ``name``: the
     graph's (default: the file name, "program" for an ExportedProgram)."""
-    from gplace.importer import is_torch_program
     from gplace.torchfront.opgraph import to_op_graph
     start = time.perf_counter()
     step = load_step(source, optimizer, trust)
-    if is_torch_program(source) or isinstance(source, bytes):
+    if is_program(source) or isinstance(source, bytes):
         graph = to_op_graph(step, name or "program", "<ExportedProgram>")
     else:
         graph = to_op_graph(step, name or Path(source).name.split(".")[0], str(source))
