@@ -48,12 +48,15 @@ BASELINE_BUDGET = 2400
 
 
 def _finetune_tag() -> str:
-    """Names the fine-tuning settings in the cache (the untrained rows depend on them): a hash
-    of their canonical description (gplace.gnn.cache.canonical: floats to 6 digits)."""
+    """Names the fine-tuning settings and the cost model's rules in the cache (the untrained
+    rows depend on them): a hash of their canonical description (gplace.gnn.cache.canonical:
+    floats to 6 digits)."""
     import hashlib
+    from gplace.cost import COST_MODEL_VERSION
     from gplace.gnn.cache import canonical
     from gplace.gnn.config import FinetuneConfig
-    text = json.dumps(canonical(FinetuneConfig()), sort_keys=True)
+    settings = {"finetune": canonical(FinetuneConfig()), "costs": COST_MODEL_VERSION}
+    text = json.dumps(settings, sort_keys=True)
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 

@@ -22,6 +22,12 @@ modelled: the memory a loop's stacks hold for the backward pass (one tensor per 
 simulator counts one), and iterations overlapping across devices (a body split over devices is
 charged as if its iterations ran one after another).
 
+Ops that run no kernel (:func:`host_ops`: constants, handles, reads of a resource variable,
+views, identities, shape queries, loop-frame bookkeeping) run on the host whatever device they
+are placed on and touch no tensor data: their estimate is their type's median host time
+measured on the corpus' CPU profiles (``HOST_OP_S``, 0.06-2.2 us), not a launch and a pass
+over the bytes they forward.
+
 Functional While loops (one op each): the import counts their body's FLOPs times the trip
 count where the graph fixes it, once otherwise; a profile of the graph that measured the trips
 of a loop counted once (``meta["loop_trips"]``, gplace.profiler) multiplies its roofline
@@ -45,6 +51,9 @@ from gplace.io import read_gzip_json, write_gzip_json
 from gplace.profile import CostProfile
 
 FORMAT_VERSION = 1
+# The estimate's rules: part of every cached problem's key (gplace.gnn.cache), so that seeds and
+# experts found under other estimates are not reused. 2: no-kernel ops take their host time.
+COST_MODEL_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,54 @@ def bytes_touched(graph: OpGraph) -> np.ndarray:
     return inputs + graph.output_bytes.astype(np.float64)
 
 
+# Median time of one execution of each no-kernel op type over the corpus' CPU profiles
+# (datasets/corpus/*.profile.json.gz: 204 graphs, per-type medians of time / runs).
+HOST_OP_S: dict[str, float] = {
+    "NoOp": 0.06e-6, "ControlTrigger": 0.11e-6, "Const": 0.13e-6, "Enter": 0.13e-6,
+    "LoopCond": 0.14e-6, "NextIteration": 0.16e-6, "Identity": 0.16e-6, "Merge": 0.20e-6,
+    "Switch": 0.25e-6, "Exit": 0.27e-6, "StopGradient": 0.32e-6, "VarHandleOp": 0.37e-6,
+    "ExpandDims": 0.44e-6, "Shape": 0.50e-6, "Reshape": 0.57e-6,
+    "BroadcastGradientArgs": 0.67e-6, "Squeeze": 0.98e-6, "ReadVariableOp": 1.00e-6,
+    "ShapeN": 1.12e-6, "IdentityN": 2.19e-6,
+}
+# No-kernel types the profiles did not measure (fed, or absent from the corpus).
+HOST_OP_DEFAULT_S = 0.5e-6
+HOST_TYPES = frozenset(HOST_OP_S) | {
+    "PreventGradient", "Snapshot", "Placeholder", "PlaceholderWithDefault", "Size", "Rank",
+    "VariableV2", "Variable", "_Arg", "_Retval", "RefEnter", "RefExit", "RefMerge",
+    "RefSwitch", "RefNextIteration", "RefIdentity"}
+# ATen ops that return a view of their input (a PyTorch program's no-kernel ops besides its
+# parameters, buffers, optimizer state and constants); their TensorFlow types (Transpose,
+# StridedSlice, BroadcastTo, ...) do run kernels in a GraphDef.
+VIEW_ATEN = frozenset({
+    "view", "_unsafe_view", "t", "transpose", "permute", "expand", "expand_as", "unsqueeze",
+    "squeeze", "slice", "select", "narrow", "as_strided", "unbind", "split",
+    "split_with_sizes", "chunk", "alias", "detach", "diagonal", "unfold", "view_as",
+    "view_as_real", "view_as_complex", "_reshape_alias"})
+TORCH_HOST_TYPES = frozenset({"VarHandleOp", "Placeholder", "Const"})
+
+
+def host_ops(graph: OpGraph) -> np.ndarray:
+    """(ops,) bool: the ops that run no kernel: HOST_TYPES in a GraphDef; in a PyTorch
+    program (``meta["torch"]``) its views (VIEW_ATEN) and its parameters, buffers, optimizer
+    state, inputs and constants."""
+    torch_meta = graph.meta.get("torch")
+    if torch_meta:
+        aten = np.asarray(torch_meta.get("aten", []), str)
+        views = (np.isin(aten, list(VIEW_ATEN)) if aten.size == graph.num_ops
+                 else np.zeros(graph.num_ops, bool))
+        return views | np.isin(graph.op_types, list(TORCH_HOST_TYPES))
+    return np.isin(graph.op_types, list(HOST_TYPES))
+
+
+def host_s(graph: OpGraph) -> np.ndarray:
+    """(ops,) seconds of one execution of each no-kernel op (:func:`host_ops`) by its type's
+    measured median (HOST_OP_S, HOST_OP_DEFAULT_S where unmeasured); 0 for the other ops."""
+    types, which = np.unique(graph.op_types, return_inverse=True)
+    per_type = np.array([HOST_OP_S.get(t, HOST_OP_DEFAULT_S) for t in types.tolist()])
+    return np.where(host_ops(graph), per_type[which.reshape(-1)] if types.size else 0.0, 0.0)
+
+
 HALF_DTYPES = ("float16", "bfloat16")
 
 
@@ -101,7 +158,8 @@ def roofline_s(graph: OpGraph, device: Device, efficiency: float,
                runs: np.ndarray | None = None) -> np.ndarray:
     """(ops,) seconds by the roofline, times each op's ``runs`` per step where given; each of
     ``device.lanes`` lanes gets 1/lanes of it. 16-bit ops (:func:`half_precision`) run at the
-    device's ``half_flops`` where it has one."""
+    device's ``half_flops`` where it has one. Ops that run no kernel take their host time
+    (:func:`host_s`) on every device."""
     peak = device.peak_flops * efficiency / device.lanes
     if device.half_flops is not None:
         peak = np.where(half_precision(graph), device.half_flops * efficiency / device.lanes,
@@ -109,6 +167,7 @@ def roofline_s(graph: OpGraph, device: Device, efficiency: float,
     bandwidth = device.mem_bandwidth * efficiency / device.lanes
     once = device.launch_overhead_s + np.maximum(graph.flops / peak,
                                                  bytes_touched(graph) / bandwidth)
+    once = np.where(host_ops(graph), host_s(graph), once)
     return once if runs is None else once * runs
 
 
@@ -127,14 +186,15 @@ def transfer_repeats(graph: OpGraph, runs: np.ndarray | None) -> np.ndarray:
 
 
 def fit_efficiency(graph: OpGraph, profile: CostProfile, device: Device) -> tuple[float, int]:
-    """Efficiency e minimizing sum (log(R/e) - log(t - launch))^2 over measured ops with time
-    above the launch overhead and nonzero work, R the roofline at e = 1 without launch; the
-    closed form is the geometric mean of R / (t - launch). Returns (e, ops used)."""
+    """Efficiency e minimizing sum (log(R/e) - log(t - launch))^2 over measured ops that run
+    a kernel (not :func:`host_ops`) with time above the launch overhead and nonzero work, R
+    the roofline at e = 1 without launch; the closed form is the geometric mean of
+    R / (t - launch). Returns (e, ops used)."""
     times, found = profile.times_for(graph.names)
     runs = profile.runs_for(graph.names)
     work = (roofline_s(graph, device, 1.0) - device.launch_overhead_s) * runs
     net = times - device.launch_overhead_s * runs
-    use = found & (net > 0) & (work > 0)
+    use = found & (net > 0) & (work > 0) & ~host_ops(graph)
     if not use.any():
         return math.nan, 0
     return float(np.exp(np.mean(np.log(work[use]) - np.log(net[use])))), int(use.sum())

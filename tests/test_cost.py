@@ -177,3 +177,35 @@ def test_a_profile_measured_at_another_size_of_the_unknown_dimensions_is_not_use
         costs = CostModel(profiles=[prof]).costs(graph_, cluster)
         assert costs.measured.all() == used
         assert ("not used" in costs.summary) == (not used)
+
+
+def test_ops_that_run_no_kernel_take_their_host_time_on_every_device():
+    from gplace.cost import HOST_OP_DEFAULT_S, HOST_OP_S, host_ops, host_s
+    g = graph().replace(op_types=np.array(["ReadVariableOp", "MatMul", "Snapshot"] * 10))
+    assert host_ops(g).tolist() == [True, False, True] * 10
+    assert host_s(g)[:3].tolist() == [HOST_OP_S["ReadVariableOp"], 0.0, HOST_OP_DEFAULT_S]
+    for device in load_cluster("hetero").devices:
+        t = roofline_s(g, device, 0.5, runs=np.full(30, 3))
+        # a 4 MB read costs its host time, three runs of it, not a launch and its bytes
+        assert t[0] == 3 * HOST_OP_S["ReadVariableOp"] < 3 * device.launch_overhead_s
+        assert t[1] > device.launch_overhead_s
+
+
+def test_a_pytorch_programs_views_run_no_kernel_and_its_copies_do():
+    from gplace.cost import host_ops
+    g = OpGraph.from_lists([0.0] * 4, [4] * 4,
+                           op_types=["Transpose", "Transpose", "VarHandleOp", "Identity"])
+    g = g.replace(meta={"name": "g", "torch": {"aten": ["permute", "clone", "param", "clone"]}})
+    assert host_ops(g).tolist() == [True, False, True, False]
+    # the same types in a GraphDef: Transpose runs a kernel, Identity does not
+    assert host_ops(g.replace(meta={"name": "g"})).tolist() == [False, False, True, True]
+
+
+def test_the_efficiency_fit_leaves_out_ops_that_run_no_kernel():
+    g = graph().replace(op_types=np.array(["Conv2D", "Const", "Relu"] * 10))
+    cpu = load_cluster("post-2gpu").devices[0]
+    truth = roofline_s(g, cpu, 0.25)
+    times = truth.copy()
+    times[1::3] = 1.0  # a slow Const the fit must not read
+    eff, used = fit_efficiency(g, profile(g, "cpu", times), cpu)
+    assert used == 20 and eff == pytest.approx(0.25)

@@ -2,7 +2,7 @@
 
 Every cached result of a problem is named by :func:`problem_key`, a hash of a canonical
 description of the problem: the cluster's fields with every float written to 6 significant
-digits, whether the costs are measured, the graph's size, the size its unknown dimensions
+digits, the cost model's rules (gplace.cost.COST_MODEL_VERSION), whether the costs are measured, the graph's size, the size its unknown dimensions
 were imported with where it has some and that is not 1 (gplace.cost.import_size), and a
 PyTorch program's optimizer. A float's last bits differ
 between numpy builds (a random cluster's draws end in ``np.exp``), so a key that hashed
@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import Callable
 
 from gplace.cluster import Cluster
-from gplace.cost import half_precision, import_size
+from gplace.cost import COST_MODEL_VERSION, half_precision, import_size
 from gplace.graph import OpGraph
 from gplace.io import atomic_write_text, cached_array
 from gplace.problem import PlacementProblem
 
-KEY_SCHEME = 2  # part of every key: bump when the description below changes
+KEY_SCHEME = 3  # part of every key: bump when the description below changes
 
 
 def cache_dir(graph_path: str | Path, kind: str = "") -> Path:
@@ -81,7 +81,8 @@ def describe_problem(cluster: Cluster, measured: bool, num_ops: int, num_edges: 
             del device["half_flops"]
     extra = {**({} if unknown_dim == 1 else {"unknown_dim": unknown_dim}),
              **({} if optimizer is None else {"optimizer": optimizer})}
-    return json.dumps({"scheme": KEY_SCHEME, "cluster": record, "measured": measured,
+    return json.dumps({"scheme": KEY_SCHEME, "costs": COST_MODEL_VERSION, "cluster": record,
+                       "measured": measured,
                        "ops": num_ops, "edges": num_edges, "units": num_units, **extra},
                       sort_keys=True, separators=(",", ":"))
 

@@ -26,7 +26,7 @@ from gplace.io import atomic_write
 from gplace.measure import Measurer
 from gplace.problem import PlacementProblem
 
-EXPERT_VERSION = 1  # part of the cache key: bump when the search changes
+EXPERT_VERSION = 2  # part of the cache key: bump when the search changes
 # The search's fine-tuning settings, fixed whatever FinetuneConfig's defaults become (a cached
 # expert is a function of its key alone): zero-shot by the network's own rollouts and every
 # drawn local move measured, the rule every archived expert was searched with.

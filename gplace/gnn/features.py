@@ -12,7 +12,13 @@ of any number and kind of devices:
   GPUs would otherwise get identical logits, and no placement could put consecutive stages on
   different ones: the position lets the policy say "early units on the first GPU");
 * (unit, device) pairs: the unit's time on that device against its best device, its share of
-  the step, and its memory against the device's capacity.
+  the step, its memory against the device's capacity, whether the device is one of its
+  fastest, and the lookahead: what the unit's tensors would take to cross to and from its
+  neighbours in the unit graph if each neighbour sat on its own fastest device
+  (:func:`neighbour_transfer_s`), on the scale of the scheduler's finish-time features
+  (gplace.gnn.schedule). A list scheduler sees only the units placed before; the lookahead
+  lets a unit that finishes first on one device (a table whose ops run no kernel) see that
+  its readers will want it elsewhere.
 """
 
 from __future__ import annotations
@@ -43,7 +49,8 @@ OP_VOCAB = (
     "SelectV2", "RandomStandardNormal", "RandomUniform", "RandomUniformInt", "Erf", "Gelu",
 )
 VOCAB_INDEX = {t: i for i, t in enumerate(OP_VOCAB)}
-UNIT_FEATURES, EDGE_FEATURES, DEVICE_FEATURES, PAIR_FEATURES = 11, 3, 9, 4
+UNIT_FEATURES, EDGE_FEATURES, DEVICE_FEATURES, PAIR_FEATURES = 11, 3, 9, 5
+LOOKAHEAD = 4  # the pair feature the policy's prior weighs (GNNPolicy.look0)
 
 
 class ProblemFeatures(NamedTuple):
@@ -156,8 +163,7 @@ def twin_positions(problem: PlacementProblem) -> tuple[np.ndarray, np.ndarray]:
 
 def pair_features(problem: PlacementProblem) -> np.ndarray:
     g, u, n = problem.graph, problem.unit_of_op, problem.num_units
-    t = np.stack([np.bincount(u, weights=problem.costs.time_s[:, d], minlength=n)
-                  for d in range(problem.num_devices)], axis=1)           # (units, devices)
+    t = unit_device_times(problem)                                        # (units, devices)
     best = t.min(axis=1, keepdims=True)
     total = max(problem.costs.time_s.min(axis=1).sum(), 1e-12)
     need = np.bincount(u, weights=(g.param_bytes + g.output_bytes).astype(float), minlength=n)
@@ -165,7 +171,54 @@ def pair_features(problem: PlacementProblem) -> np.ndarray:
     return np.stack([
         np.log2(np.maximum(t, 1e-15) / np.maximum(best, 1e-15)) / 8, t / total,
         np.minimum(need[:, None] / cap[None, :], 4.0), (t <= best * (1 + 1e-9)).astype(float),
+        lookahead(problem),
     ], axis=2).astype(np.float32)
+
+
+def unit_device_times(problem: PlacementProblem) -> np.ndarray:
+    """(units, devices) seconds: each unit's summed op time on each device."""
+    u, n = problem.unit_of_op, problem.num_units
+    return np.stack([np.bincount(u, weights=problem.costs.time_s[:, d], minlength=n)
+                     for d in range(problem.num_devices)], axis=1).reshape(n, -1)
+
+
+def neighbour_transfer_s(problem: PlacementProblem) -> np.ndarray:
+    """(units, devices) seconds: for unit u on device d, the sum over its neighbours v in the
+    unit graph (both directions, data edges) of the cheapest transfer of their bytes between d
+    and any of v's fastest devices (latency plus bytes over the link's bandwidth; nothing on
+    the same device). Identical devices and ops that run no kernel tie: every tied device is
+    a candidate, so a neighbour is never pinned to the first of its twins."""
+    nd = problem.num_devices
+    t = unit_device_times(problem)
+    if t.size == 0 or nd < 2:
+        return np.zeros_like(t)
+    fastest = t <= t.min(axis=1, keepdims=True) * (1 + 1e-9)                 # (units, devices)
+    links = problem.cluster.link_table()
+    traffic = problem.unit_traffic()
+    keep = traffic.data & (traffic.nbytes > 0)
+    a = np.concatenate([traffic.src[keep], traffic.dst[keep]])
+    b = np.concatenate([traffic.dst[keep], traffic.src[keep]])
+    nbytes = np.concatenate([traffic.nbytes[keep]] * 2)
+    inv_bw = np.where(np.isfinite(links.bandwidth), 1.0 / links.bandwidth, 0.0)
+    cost = np.zeros((a.size, nd))
+    for d in range(nd):  # (pairs, devices of the neighbour) for unit a on device d
+        move = links.latency_s[d][None, :] + nbytes[:, None] * inv_bw[d][None, :]
+        move[:, d] = 0.0
+        cost[:, d] = np.where(fastest[b], move, np.inf).min(axis=1)
+    out = np.zeros_like(t)
+    np.add.at(out, a, cost)
+    return out
+
+
+def lookahead(problem: PlacementProblem, tau: float | None = None) -> np.ndarray:
+    """(units, devices) float: ``log1p(T / tau)`` of :func:`neighbour_transfer_s` less its
+    least over the devices, 0 on the best one; ``tau`` the scheduler's time unit, the mean
+    best-device op time (gplace.gnn.schedule.build_sched)."""
+    if tau is None:
+        best = problem.costs.time_s.min(axis=1) if problem.graph.num_ops else np.ones(1)
+        tau = max(float(best.mean()), 1e-12)
+    x = np.log1p(neighbour_transfer_s(problem) / tau)
+    return x - x.min(axis=1, keepdims=True) if x.size else x
 
 
 def problem_features(problem: PlacementProblem) -> ProblemFeatures:

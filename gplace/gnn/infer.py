@@ -26,7 +26,7 @@ import numpy as np
 from gplace import stopping
 from gplace.errors import ConfigError
 from gplace.gnn.config import FinetuneConfig
-from gplace.gnn.features import problem_features
+from gplace.gnn.features import LOOKAHEAD, problem_features
 from gplace.gnn.replay import NearReplays
 from gplace.gnn.schedule import (DYN_FEATURES, ESTIMATE, GREEDY, SAMPLE, UNIT_EFT,
                                   build_sched, chain_of, heaviest_neighbour, rollout)
@@ -34,7 +34,7 @@ from gplace.measure import Measurer
 from gplace.placers.base import PlaceResult, Tracker
 from gplace.problem import PlacementProblem
 
-WEIGHTS_SCHEME = 2  # bump when the arrays or their names below change
+WEIGHTS_SCHEME = 3  # bump when the arrays or their names below change
 SHIPPED = Path(__file__).resolve().parent.parent / "checkpoints" / "policy.pt"
 NO_SHIPPED = f"no shipped checkpoint at {SHIPPED}; run `gplace pretrain` and pass its --out file"
 
@@ -85,6 +85,7 @@ def scores(weights: PolicyWeights, f) -> ScoresNp:
     context = x.mean(0, keepdims=True)                                              # (1, h)
     d = weights.mlp("device_in", f.device_x)                                        # (D, h)
     s = _pair_scores(weights, x, context, d, f.pair_x)                              # (U, D)
+    s = s + scale * p["look0"] * f.pair_x[..., LOOKAHEAD]
     unit = np.concatenate([x, np.broadcast_to(context, x.shape)], -1)               # (U, 2h)
     w = scale * p["w0"] + weights.mlp("weight_head", unit)                          # (U, F)
     head = None
@@ -279,7 +280,7 @@ def zero_shot(weights: PolicyWeights, features, sched, seed: int,
     sc = as_float64(tempered(scores(weights, features), config.learn.temperature))
     prior = None
     if config.zero_shot_prior:
-        prior = as_float64(tempered(prior_scores(weights, *sc.s.shape), config.learn.temperature))
+        prior = as_float64(tempered(prior_scores(weights, features), config.learn.temperature))
     best = best_rollout(sched, sc, config.zero_shot_rollouts, seed, config.zero_shot_both_orders,
                         prior, progress)
     return polish(sched, best, config.zero_shot_polish, seed, config.chain_moves, progress)
@@ -334,13 +335,15 @@ def polish(sched, placement: np.ndarray, estimates: int, seed: int,
     return best
 
 
-def prior_scores(weights: PolicyWeights, units: int, devices: int) -> ScoresNp:
-    """The untrained network's scores, whatever its encoder's weights: no static preference,
-    and the decision weights' initial value (each unit to the device where it finishes
-    first; GNNPolicy's w0)."""
+def prior_scores(weights: PolicyWeights, features) -> ScoresNp:
+    """The untrained network's scores of ``features``, whatever its encoder's weights: the
+    initial decision weights (each unit to the device where it finishes first; GNNPolicy's
+    w0) and the lookahead prior at its initial weight (look0 = -1)."""
+    scale = np.float32(weights.kwargs.get("scale", 10.0))
+    units = features.pair_x.shape[0]
     w = np.zeros((units, DYN_FEATURES), np.float32)
-    w[:, UNIT_EFT] = -np.float32(weights.kwargs.get("scale", 10.0))
-    return ScoresNp(np.zeros((units, devices), np.float32), w, None)
+    w[:, UNIT_EFT] = -scale
+    return ScoresNp(-scale * features.pair_x[..., LOOKAHEAD], w, None)
 
 
 def policy_weights(policy) -> PolicyWeights:

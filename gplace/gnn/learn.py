@@ -215,13 +215,32 @@ def masked_entropy(logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return h[choice].mean() if choice.any() else h.sum() * 0.0
 
 
+def unit_stake(problem: PlacementProblem, unit_cost: np.ndarray) -> np.ndarray:
+    """(units,) seconds a unit's device decides: its work (time on its fastest device, from
+    ``unit_cost``, (units, devices)) plus its tensors' time over the cluster's average link
+    (the bytes it sends and receives over the mean of 1 / bandwidth between distinct
+    devices). A variable's handle or an embedding table does no work, and its device still
+    decides where megabytes travel."""
+    n = unit_cost.shape[0]
+    work = unit_cost.min(1) if unit_cost.size else np.zeros(n)
+    if problem.num_devices < 2 or n == 0:
+        return work
+    bw = problem.cluster.link_table().bandwidth
+    off = ~np.eye(bw.shape[0], dtype=bool)
+    mean_inv_bw = float(np.mean(1.0 / bw[off]))
+    t = problem.unit_traffic()
+    traffic = (np.bincount(t.src, weights=t.nbytes, minlength=n)
+               + np.bincount(t.dst, weights=t.nbytes, minlength=n))
+    return work + traffic * mean_inv_bw
+
+
 def decision_weights(state: ProblemState, work_share: float) -> torch.Tensor:
     """(units,) weights of the decisions in an imitation cross-entropy, summing to 1:
-    ``1 - work_share`` spread evenly, ``work_share`` in proportion to the unit's work (its
-    time on its fastest device). Thousands of tiny groups, whose device barely matters, would
-    otherwise outweigh the few that set the step time."""
+    ``1 - work_share`` spread evenly, ``work_share`` in proportion to the unit's stake
+    (:func:`unit_stake`: its work and its traffic). Thousands of tiny groups, whose device
+    barely matters, would otherwise outweigh the few that set the step time."""
     n = state.sched.num_units
-    work = state.sched.unit_cost.min(1)
+    work = unit_stake(state.problem, state.sched.unit_cost)
     even = np.full(n, 1.0 / n)
     by_work = work / work.sum() if work.sum() > 0 else even
     return torch.as_tensor((1.0 - work_share) * even + work_share * by_work)

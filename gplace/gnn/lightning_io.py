@@ -11,7 +11,7 @@ from pathlib import Path
 import lightning as L
 
 from gplace.gnn.config import PretrainConfig
-from gplace.gnn.policy import GNNPolicy
+from gplace.gnn.policy import GNNPolicy, upgraded
 from gplace.io import read_checkpoint
 
 
@@ -52,8 +52,8 @@ def select_best(policy: GNNPolicy, callback) -> tuple[str, float] | None:
     if not path or not Path(path).exists():
         return None
     state = read_checkpoint(path, "Lightning checkpoint")["state_dict"]
-    policy.load_state_dict({k[len("policy."):]: v for k, v in state.items()
-                            if k.startswith("policy.")})
+    policy.load_state_dict(upgraded({k[len("policy."):]: v for k, v in state.items()
+                                     if k.startswith("policy.")}))
     return Path(path).name, float(callback.best_model_score)
 
 
@@ -65,8 +65,9 @@ def export_checkpoint(ckpt: str | Path, out: str | Path, meta: dict | None = Non
     cfg = record["hyper_parameters"]["config"]
     policy = GNNPolicy(cfg["hidden_channels"], cfg["num_layers"], cfg.get("type_channels", 16),
                        head_hidden=cfg.get("head_hidden", 0), order=cfg.get("order", "rank"))
-    policy.load_state_dict({k[len("policy."):]: v for k, v in record["state_dict"].items()
-                            if k.startswith("policy.")})
+    policy.load_state_dict(upgraded({k[len("policy."):]: v
+                                     for k, v in record["state_dict"].items()
+                                     if k.startswith("policy.")}))
     steps = int(record["global_step"]) // int(cfg["learn"]["ppo_epochs"])
     policy.save(out, meta={"config": cfg, "steps": steps, "exported_from": Path(ckpt).name,
                            **(meta or {})})

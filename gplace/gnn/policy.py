@@ -14,7 +14,10 @@ At the unit's decision the device logits are ``s[u, d] + w[u] . phi[u, d]``. Bot
 zero and ``w0`` starts at -1 (times ``scale``) on the unit's earliest finish time (the start on
 the device plus the whole colocation group's time there), so an untrained network's greedy
 rollout is a list scheduler in HEFT's order that judges a group by all of its work, not by its
-first op as HEFT does. That prior alone places the validation problems at 0.80x the best cheap
+first op as HEFT does. ``s`` also holds ``scale x look0 x lookahead[u, d]`` (gplace.gnn.features
+``LOOKAHEAD``: the unit's transfers to its neighbours' fastest devices, on the finish time's
+scale), ``look0`` learned from -1: the prior weighs a transfer still to come as it weighs
+finish time. That prior alone places the validation problems at 0.80x the best cheap
 heuristic (geomean of 24; HEFT's own criterion: 1.29x; pretrain/README.md). Learning starts
 there and moves away from it where that pays. One network serves any graph and device set.
 
@@ -37,8 +40,8 @@ from torch import nn
 
 from gplace.errors import ConfigError
 from gplace.gnn.config import ORDERS
-from gplace.gnn.features import (DEVICE_FEATURES, EDGE_FEATURES, OP_VOCAB, PAIR_FEATURES,
-                                 UNIT_FEATURES, ProblemFeatures)
+from gplace.gnn.features import (DEVICE_FEATURES, EDGE_FEATURES, LOOKAHEAD, OP_VOCAB,
+                                 PAIR_FEATURES, UNIT_FEATURES, ProblemFeatures)
 from gplace.gnn.schedule import DYN_FEATURES, UNIT_EFT
 from gplace.io import atomic_write, read_checkpoint
 
@@ -161,6 +164,7 @@ class GNNPolicy(nn.Module):
         w0 = torch.zeros(DYN_FEATURES)
         w0[UNIT_EFT] = -1.0  # the unit's earliest finish time (gplace.gnn.schedule)
         self.w0 = nn.Parameter(w0)
+        self.look0 = nn.Parameter(torch.tensor(-1.0))  # the lookahead prior's weight
         if head_hidden:
             self.kwargs["head_hidden"] = head_hidden
             self.head_a = nn.Parameter(torch.randn(head_hidden, DYN_FEATURES)
@@ -183,11 +187,13 @@ class GNNPolicy(nn.Module):
         return self.order == "dispatch"
 
     def param_groups(self, lr: float, w0_lr_scale: float = 10.0) -> list[dict]:
-        """Adam groups: the 8 global decision weights ``w0`` move every decision of every
-        graph, and their gradients average over thousands of decisions, so they take larger
-        steps than the network (with one lr they moved 0.06 in 270 steps of pretraining)."""
-        rest = [p for n, p in self.named_parameters() if n != "w0"]
-        return [{"params": rest, "lr": lr}, {"params": [self.w0], "lr": lr * w0_lr_scale}]
+        """Adam groups: the global decision weights ``w0`` and ``look0`` move every decision
+        of every graph, and their gradients average over thousands of decisions, so they take
+        larger steps than the network (with one lr w0 moved 0.06 in 270 steps of
+        pretraining)."""
+        rest = [p for n, p in self.named_parameters() if n not in ("w0", "look0")]
+        return [{"params": rest, "lr": lr},
+                {"params": [self.w0, self.look0], "lr": lr * w0_lr_scale}]
 
     def forward(self, f: FeatureTensors) -> Scores:
         """The scores of ``f``. Without gradients they are computed with their graph kept, and
@@ -233,6 +239,7 @@ class GNNPolicy(nn.Module):
         context = x.mean(0, keepdim=True).expand_as(x)                                # (U, h)
         d = self.device_in(f.device_x)                                                # (D, h)
         s = self._pair_scores(x, context[:1], d, f.pair_x)                           # (U, D)
+        s = s + self.scale * self.look0 * f.pair_x[..., LOOKAHEAD]
         unit = torch.cat([x, context], -1)                                            # (U, 2h)
         w = self.scale * self.w0 + self.weight_head(unit)                             # (U, F)
         if not hasattr(self, "head_a"):
@@ -281,11 +288,27 @@ class GNNPolicy(nn.Module):
             with warnings.catch_warnings():  # torch's notes on odd sizes: the error says it
                 warnings.simplefilter("ignore")
                 policy = cls(**kwargs, lean=lean)
-            policy.load_state_dict(record["state_dict"])
+            policy.load_state_dict(upgraded(record["state_dict"]))
         except (TypeError, KeyError, RuntimeError, ValueError, ConfigError) as e:
             raise ConfigError(f"{path}: checkpoint does not match this policy "
                               f"({' '.join(str(e).split())[:120]})") from None
         return policy.eval(), record.get("meta", {})
+
+
+def upgraded(state_dict: dict) -> dict:
+    """A state_dict saved before the lookahead pair feature (gplace.gnn.features LOOKAHEAD)
+    with it added: a zero input column in the pair head and ``look0`` at 0, so that the
+    policy places as it did. Others are returned as they are."""
+    if not isinstance(state_dict, dict) or "look0" in state_dict or \
+            "pair_head.0.weight" not in state_dict:
+        return state_dict
+    first = state_dict["pair_head.0.weight"]
+    if first.ndim != 2 or first.shape[1] != 3 * first.shape[0] + PAIR_FEATURES - 1:
+        return state_dict  # another shape: load_state_dict says what does not match
+    out = dict(state_dict)
+    out["pair_head.0.weight"] = torch.cat([first, first.new_zeros(first.shape[0], 1)], 1)
+    out["look0"] = first.new_zeros(())
+    return out
 
 
 def _bad_setting(cls, kwargs) -> str | None:

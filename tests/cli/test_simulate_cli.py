@@ -167,14 +167,16 @@ def test_simulate_takes_the_cluster_a_placement_json_was_placed_on(tmp_path):
 
 def test_simulate_uses_the_cluster_as_it_was_placed_on(tmp_path):
     """placement.json records the cluster's devices, links and memory limits: a YAML named like
-    a preset, with a slower link, is simulated as placed, not as the preset."""
+    a preset, with a faster link (over which the placement splits the graph), is simulated as
+    placed, not as the preset."""
     from pathlib import Path
     root = Path(__file__).resolve().parents[2]
     model = root / "gplace" / "examples" / "small_resnet.pb"
     text = (root / "gplace" / "clusters" / "post-2gpu.yaml").read_text()
-    slow = tmp_path / "mine.yaml"
-    slow.write_text(text.replace("default_link: {bandwidth: 12.0e9", "default_link: {bandwidth: 1.0e8"))
-    placed = gplace("place", model, "--cluster", slow, "--memory-limit", "gpu0=3GB",
+    fast = tmp_path / "mine.yaml"
+    fast.write_text(text.replace("default_link: {bandwidth: 12.0e9",
+                                 "default_link: {bandwidth: 1.0e12"))
+    placed = gplace("place", model, "--cluster", fast, "--memory-limit", "gpu0=3GB",
                     "--polish", "0", "--out", tmp_path / "out", "--json")
     assert placed.returncode == 0, placed.stderr
     placement = tmp_path / "out" / "placement.json"

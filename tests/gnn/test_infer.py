@@ -195,7 +195,7 @@ def test_the_prior_is_the_untrained_networks_scores_and_only_adds_candidates():
         torch.manual_seed(seed)
         w = infer.policy_weights(GNNPolicy())
         sc = infer.scores(w, f)
-        prior = infer.prior_scores(w, problem.num_units, problem.num_devices)
+        prior = infer.prior_scores(w, f)
         np.testing.assert_array_equal(sc.s, prior.s)
         np.testing.assert_array_equal(sc.w, prior.w)
     weights = infer.load_weights()
@@ -242,7 +242,7 @@ def test_with_booked_transfers_zero_shot_ranks_every_rollout_by_them():
     on hetero, whose two GPUs share a bus)."""
     from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE
     weights = infer.load_weights()
-    for problem in [PlacementProblem.build(random_dag(RandomDagConfig(ops=300), 300),
+    for problem in [PlacementProblem.build(random_dag(RandomDagConfig(ops=300), 306),
                                            load_cluster("hetero"))]:
         feats, sched = problem_features(problem), build_sched(problem)
         nu, nd = problem.num_units, problem.num_devices

@@ -6,7 +6,8 @@ import torch
 
 from gplace.cluster import load_cluster
 from gplace.gnn.learn import (LearnConfig, ProblemState, decision_logp, decision_weights,
-                              elite_loss, greedy, loss, onpolicy_loss, sample, tempered)
+                              elite_loss, greedy, loss, onpolicy_loss, sample, tempered,
+                              unit_stake)
 from gplace.gnn.policy import GNNPolicy
 from gplace.problem import PlacementProblem
 from gplace.sim.random_graphs import RandomDagConfig, random_dag
@@ -146,15 +147,18 @@ def test_sampled_onpolicy_imitation_teaches_the_elite_and_reaches_other_states()
             tempered(policy(st.features), 0.5), st, cfg.dagger_follow, 0, explore=1.0))
 
 
-def test_work_weighted_cross_entropy_counts_each_decision_by_its_units_work():
-    """--ce-work: weights sum to 1, mix even and work shares, and the loss is the weighted
-    negative log-likelihood of the elite's decisions (0: the plain mean, as before)."""
+def test_work_weighted_cross_entropy_counts_each_decision_by_its_units_stake():
+    """--ce-work: weights sum to 1, mix even and stake shares (work plus traffic), and the
+    loss is the weighted negative log-likelihood of the elite's decisions (0: the plain
+    mean, as before)."""
     torch.manual_seed(0)
     st = state(4, "post-4gpu")
     policy = GNNPolicy(hidden_channels=8, num_layers=1, scale=0.5)
     target = np.arange(st.problem.num_units) % st.problem.num_devices
     st.offer(target[None], np.array([1.0]), np.array([True]))
-    work = st.sched.unit_cost.min(1)
+    work = unit_stake(st.problem, st.sched.unit_cost)
+    assert (work >= st.sched.unit_cost.min(1)).all() and \
+        (work > st.sched.unit_cost.min(1)).any()  # the traffic adds to the work
     w = decision_weights(st, 0.5).numpy()
     assert abs(w.sum() - 1) < 1e-12 and w[np.argmax(work)] > w[np.argmin(work)]
     assert np.allclose(decision_weights(st, 1.0).numpy(), work / work.sum())

@@ -7,9 +7,9 @@ import torch
 
 from gplace.cluster import load_cluster
 from gplace.errors import ConfigError
-from gplace.gnn.features import problem_features
+from gplace.gnn.features import LOOKAHEAD, neighbour_transfer_s, problem_features
 from gplace.gnn.learn import ProblemState, greedy
-from gplace.gnn.policy import FeatureTensors, GNNPolicy
+from gplace.gnn.policy import FeatureTensors, GNNPolicy, upgraded
 from gplace.gnn.schedule import DYN_FEATURES
 from gplace.graph import OpGraph
 from gplace.problem import PlacementProblem
@@ -49,15 +49,17 @@ def test_one_network_serves_any_number_of_devices():
 
 
 def test_an_untrained_network_schedules_by_the_units_finish_time():
-    """Zero-initialized heads and w0 on the unit finish-time feature: the greedy rollout is the
-    list scheduler that takes, for each unit, the device where all of its work ends first."""
+    """Zero-initialized heads, w0 on the unit finish-time feature and look0 on the lookahead:
+    the greedy rollout is the list scheduler that takes, for each unit, the device where all
+    of its work ends first, less the transfers to its neighbours' fastest devices."""
     from gplace.gnn.schedule import GREEDY, build_sched, rollout
     torch.manual_seed(3)
     for cluster in ("post-2gpu", "hetero"):
         p = problem(cluster)
         w = np.zeros((p.num_units, DYN_FEATURES))
         w[:, 7] = -1.0
-        rule = rollout(build_sched(p), np.zeros((p.num_units, p.num_devices)), w, GREEDY)
+        s = -10.0 * problem_features(p).pair_x[..., LOOKAHEAD].astype(np.float64)
+        rule = rollout(build_sched(p), s, w, GREEDY)
         net = greedy(GNNPolicy(hidden_channels=16), ProblemState(p))
         assert np.array_equal(net, rule.placements[0])
 
@@ -135,3 +137,40 @@ def test_pyg_leaves_no_generated_module_in_the_temp_folder():
     files = [m.__file__ for n, m in sys.modules.items()
              if n.startswith("torch_geometric.") and "_propagate" in n]
     assert files and not any(os.path.exists(f) for f in files)
+
+
+def test_the_lookahead_charges_the_cheapest_transfer_to_any_fastest_device_of_a_neighbour():
+    """A heavy op (fastest on either of two identical GPUs) feeds a light one: the light one's
+    transfer is free on either GPU (a tie is no reason to pin the neighbour to the first) and
+    costs a latency and its bytes over the link from the CPU."""
+    g = OpGraph.from_lists([1e12, 1e3], [8_000_000, 4], [(0, 1)])
+    p = PlacementProblem.build(g, load_cluster("post-2gpu"))  # cpu, gpu0, gpu1 (k80s)
+    t = neighbour_transfer_s(p)
+    links = p.cluster.link_table()
+    assert t[1, 1] == t[1, 2] == 0.0
+    assert t[1, 0] == pytest.approx(links.latency_s[0, 1] + 8e6 / links.bandwidth[0, 1])
+    f = problem_features(p).pair_x[..., LOOKAHEAD]
+    assert f[1, 0] > 0 and f[1, 1] == f[1, 2] == 0.0
+
+
+def test_a_checkpoint_from_before_the_lookahead_places_as_it_did():
+    """upgraded(): an older state_dict (no look0, four pair features) loads with the lookahead
+    weighed 0, so the scores do not depend on it."""
+    torch.manual_seed(0)
+    now = GNNPolicy(hidden_channels=8, num_layers=1).eval()
+    old = {k: v for k, v in now.state_dict().items() if k != "look0"}
+    old["pair_head.0.weight"] = old["pair_head.0.weight"][:, :-1]
+    again = GNNPolicy(hidden_channels=8, num_layers=1).eval()
+    again.load_state_dict(upgraded(old))
+    assert float(again.look0.detach()) == 0.0
+    f = problem_features(problem("hetero"))
+    moved = f._replace(pair_x=f.pair_x.copy())
+    moved.pair_x[..., LOOKAHEAD] += np.random.default_rng(0).random(moved.pair_x.shape[:2])
+    with torch.no_grad():
+        a = again(FeatureTensors.from_numpy(f)).s
+        b = again(FeatureTensors.from_numpy(moved)).s
+        assert torch.equal(a, b)
+        assert not torch.equal(now(FeatureTensors.from_numpy(f)).s,
+                               now(FeatureTensors.from_numpy(moved)).s)
+    current = now.state_dict()
+    assert upgraded(current) is current  # a state_dict with the lookahead is left as it is
