@@ -115,10 +115,13 @@ class CustomOp(torch.nn.Module):
 
 def test_a_custom_op_another_process_has_not_registered_is_named(tmp_path):
     """The CLI's process has not imported the op's library: its one line names the op, not
-    torch's "check the warnings above" (warnings it does not show)."""
+    torch's "check the warnings above" (warnings it does not show). Its own cache folder: a
+    graph imported before, by a process that had the op, would be read from the cache."""
+    import os
     path = save(CustomOp(), (torch.randn(2, 4), torch.tensor([0, 2])), tmp_path / "custom.pt2")
     out = subprocess.run([sys.executable, "-m", "gplace", "inspect", str(path)],
-                         capture_output=True, text=True, timeout=180)
+                         capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "GPLACE_CACHE_DIR": str(tmp_path / "cache")})
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stderr.count("\n") == 1
     assert "it calls torch.ops.gplace_test.triple, a custom op this process has not " \
