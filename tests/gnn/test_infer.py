@@ -238,12 +238,14 @@ def test_polish_lowers_the_estimate_within_memory_and_is_seeded(contention):
 def test_with_booked_transfers_zero_shot_ranks_every_rollout_by_them():
     """Zero-shot's choice (no polish) is estimated, transfers booked on the links, no slower
     than either order's greedy rollout, which are among its candidates; the rule without
-    booking is judged by its own estimate and chooses otherwise on this problem (a random DAG
-    on hetero, whose two GPUs share a bus)."""
+    booking is judged by its own estimate and chooses otherwise on some of these problems
+    (random DAGs on hetero, whose two GPUs share a bus), where booking's choice is faster."""
     from gplace.gnn.schedule import DYN_FEATURES, ESTIMATE
     weights = infer.load_weights()
-    for problem in [PlacementProblem.build(random_dag(RandomDagConfig(ops=300), 306),
-                                           load_cluster("hetero"))]:
+    otherwise = 0
+    for seed in range(300, 312):
+        problem = PlacementProblem.build(random_dag(RandomDagConfig(ops=300), seed),
+                                         load_cluster("hetero"))
         feats, sched = problem_features(problem), build_sched(problem)
         nu, nd = problem.num_units, problem.num_devices
         judge = sched._replace(dispatch=True, contention=True)
@@ -258,8 +260,11 @@ def test_with_booked_transfers_zero_shot_ranks_every_rollout_by_them():
         greedy = [rollout(sched._replace(dispatch=d), sc.s, sc.w, GREEDY).placements[0]
                   for d in (False, True)]
         assert booked(chosen[True])[0] <= booked(np.stack(greedy)).min()
-        assert not np.array_equal(chosen[False], chosen[True])
-        assert booked(chosen[True])[0] < booked(chosen[False])[0]
+        assert booked(chosen[True])[0] <= booked(chosen[False])[0]
+        if not np.array_equal(chosen[False], chosen[True]):
+            otherwise += 1
+            assert booked(chosen[True])[0] < booked(chosen[False])[0]
+    assert otherwise >= 1
 
 
 @pytest.mark.parametrize("damage", ["empty", "changed array"])
