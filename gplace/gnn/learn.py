@@ -88,6 +88,15 @@ class ProblemState:
             m = self.measurer.measure(np.stack(seeds))
             self.offer(np.stack(seeds), m.step_time_s, m.feasible)
         self.ref_time_s = self.best_time_s if self.elites else None
+        self._stake: np.ndarray | None = None
+
+    @property
+    def stake(self) -> np.ndarray:
+        """(units,) :func:`unit_stake` of the problem, computed once (every imitation step
+        weighs its decisions by it)."""
+        if self._stake is None:
+            self._stake = unit_stake(self.problem, self.sched.unit_cost)
+        return self._stake
 
     @property
     def best_time_s(self) -> float:
@@ -240,7 +249,7 @@ def decision_weights(state: ProblemState, work_share: float) -> torch.Tensor:
     (:func:`unit_stake`: its work and its traffic). Thousands of tiny groups, whose device
     barely matters, would otherwise outweigh the few that set the step time."""
     n = state.sched.num_units
-    work = unit_stake(state.problem, state.sched.unit_cost)
+    work = state.stake
     even = np.full(n, 1.0 / n)
     by_work = work / work.sum() if work.sum() > 0 else even
     return torch.as_tensor((1.0 - work_share) * even + work_share * by_work)
