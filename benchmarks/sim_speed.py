@@ -63,7 +63,7 @@ def main() -> None:
 
     import numba
 
-    from gplace.cli.simulate_cmd import load_model
+    from gplace.cli.models import load_model
     from gplace.cluster import load_cluster
     from gplace.problem import PlacementProblem
     from gplace.sim import FastSimulator, simulate_reference
