@@ -77,3 +77,63 @@ def test_only_the_cli_and_the_api_import_the_pipeline():
         if m.startswith("gplace.cli") or m in ("gplace", "gplace.__main__", "gplace.warmup"):
             continue
         assert not (targets & top), f"{m} imports {sorted(targets & top)}"
+
+
+def top_level_names(path: Path) -> set[str]:
+    """The names a module defines or imports at its top level (if/try blocks included)."""
+    names = set()
+    body = list(ast.parse(path.read_text()).body)
+    while body:
+        node = body.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, (ast.If, ast.Try)):
+            body.extend([*node.body, *node.orelse, *getattr(node, "finalbody", []),
+                         *(s for h in getattr(node, "handlers", []) for s in h.body)])
+    return names
+
+
+def gplace_imports_of(path: Path) -> list[tuple[int, str, str]]:
+    """(line, module, name) of each ``from gplace... import name`` in ``path``, at any depth."""
+    return [(node.lineno, node.module, a.name) for node in ast.walk(ast.parse(path.read_text()))
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+            and node.module.split(".")[0] == "gplace" for a in node.names]
+
+
+def missing_gplace_names(path: Path) -> list[str]:
+    """The ``from gplace... import name`` lines of ``path`` whose module or name does not exist
+    in the package (a script whose import fails only when it runs)."""
+    bad = []
+    for line, module, name in gplace_imports_of(path):
+        base = ROOT.parent.joinpath(*module.split("."))
+        source = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if not source.exists():
+            bad.append(f"{path.name}:{line}: no module {module}")
+        elif not (name in top_level_names(source) or (base / name).is_dir()
+                  or (base / f"{name}.py").exists()):
+            bad.append(f"{path.name}:{line}: {module} has no {name}")
+    return bad
+
+
+def test_the_recipes_and_benchmarks_import_what_the_package_has():
+    """The scripts around the package (benchmarks, recipes, examples) import gplace names
+    inside their functions, which a rename breaks without an error until the script runs."""
+    scripts = [f for folder in ("benchmarks", "datasets", "pretrain", "finetune", "scripts",
+                                "calibration")
+               for f in (ROOT.parent / folder).rglob("*.py")]
+    assert len(scripts) > 10
+    assert [b for f in scripts for b in missing_gplace_names(f)] == []
+
+
+def test_a_renamed_name_is_caught(tmp_path):
+    script = tmp_path / "old.py"
+    script.write_text("def main():\n    from gplace.cli.simulate_cmd import load_model\n"
+                      "    from gplace.cli.models import load_model\n"
+                      "    from gplace.nowhere import x\n")
+    assert missing_gplace_names(script) == ["old.py:2: gplace.cli.simulate_cmd has no load_model",
+                                            "old.py:4: no module gplace.nowhere"]
