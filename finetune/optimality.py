@@ -35,6 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from finetune.costs import current, stamped
+
 HERE = Path(__file__).parent
 RECORDS = HERE / "optimality.jsonl"
 PAGE = HERE / "OPTIMALITY.md"
@@ -51,16 +53,21 @@ ABLATION = ("pretrained ft 100", "untrained ft 100")  # per seed, as finetune/st
 ABLATION_SEEDS = (0, 1, 2)
 
 
-def load_records() -> dict[str, dict]:
+def load_records(every: bool = False) -> dict[str, dict]:
+    """key -> record, those made under today's cost model (finetune.costs; ``every``: all):
+    a case of another is solved again."""
     if not RECORDS.exists():
         return {}
     rows = [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
-    return {r["key"]: r for r in rows}
+    return {r["key"]: r for r in (rows if every else current(rows))}
 
 
 def append_record(record: dict) -> None:
-    with RECORDS.open("a") as f:
-        f.write(json.dumps(record, default=_plain) + "\n")
+    """``record``, stamped with today's cost model, in place of one of its key made under
+    another, else at the end; atomically."""
+    records = load_records(every=True)
+    records.pop(record["key"], None)
+    rewrite_records({**records, record["key"]: stamped(record)})
 
 
 def _plain(value):
@@ -183,10 +190,12 @@ def small_cases(keys: set[str], log):
 
 
 def rewrite_records(records: dict[str, dict]) -> None:
-    """finetune/optimality.jsonl from ``records``, atomically."""
+    """finetune/optimality.jsonl with ``records`` in place of those of their keys (the others
+    kept, those of other cost models too), atomically."""
     from gplace.io import atomic_write_text
+    merged = {**load_records(every=True), **records}
     atomic_write_text(RECORDS, "".join(json.dumps(r, default=_plain) + "\n"
-                                       for r in records.values()))
+                                       for r in merged.values()))
 
 
 def exact_takes_its_start(record: dict) -> bool:

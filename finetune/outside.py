@@ -129,6 +129,7 @@ def run(seeds: list[int], log) -> None:
     time)."""
     import torch
     from datasets.outside import OUTSIDE, check_outside
+    from finetune.costs import is_current, stamped
     from finetune.study import FINETUNE_TAG
     from gplace.gnn.placer import SHIPPED
     from gplace.io import atomic_write_text
@@ -144,6 +145,8 @@ def run(seeds: list[int], log) -> None:
                                              if (g, c) == (spec.name, cluster)}):
                 key = (spec.name, cluster, seed)
                 old = next((r for r in load_records() if case_of(r) == key), None)
+                stale = old is not None and not is_current(old)  # another cost model's
+                old = None if stale else old
                 columns = ("all" if old is None else
                            "finetune" if old.get("finetune") != FINETUNE_TAG else
                            "shipped" if old.get("policy") != digest else None)
@@ -152,13 +155,13 @@ def run(seeds: list[int], log) -> None:
                 path = path or graph_file(spec, log)
                 t0 = time.perf_counter()
                 new = evaluate(spec, path, cluster, seed, columns)
-                rec = {**(old or {}), **new, "commit": _commit(),
-                       "wall_s": round(time.perf_counter() - t0, 1)}
+                rec = stamped({**(old or {}), **new, "commit": _commit(),
+                               "wall_s": round(time.perf_counter() - t0, 1)})
                 if old is not None:  # the case's first run keeps its commit and time
                     rec.update(commit=old["commit"], wall_s=old["wall_s"],
                                policy_commit=_commit(), policy_wall_s=rec["wall_s"])
                 records = [rec if case_of(r) == key else r for r in load_records()]
-                if old is None:
+                if old is None and not stale:
                     records.append(rec)
                 atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in records))
                 print(f"outside: {spec.name} {cluster} s{seed}: {rec['units']} units, zero-shot "
@@ -271,6 +274,7 @@ def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
     other fine-tuning settings again)."""
     import torch
     from datasets.outside import OUTSIDE
+    from finetune.costs import current
     from finetune.study import FINETUNE_TAG
     from gplace.io import atomic_write_text
     from pretrain.domains import policy_digest
@@ -281,7 +285,7 @@ def run_other(policy: Path, seeds: list[int], log) -> list[dict]:
     done = [r for r in done if r.get("finetune") == FINETUNE_TAG]
     have = {case_of(r) for r in done}
     specs = {s.name: s for s in OUTSIDE}
-    for old in load_records():
+    for old in current(load_records()):
         if case_of(old) in have or old["graph"] not in specs or old["seed"] not in seeds:
             continue
         t0 = time.perf_counter()

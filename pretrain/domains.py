@@ -55,6 +55,8 @@ from typing import NamedTuple
 import numpy as np
 import yaml
 
+from finetune.costs import current, is_current, stamped
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 CORPUS = HERE / "corpus139"  # the held-out cases come from its manifest, for every variant
@@ -132,7 +134,11 @@ class Variant(NamedTuple):
 
 
 def run_folder(domain: str, variant: Variant) -> Path:
-    return RUNS / variant.slug / domain if variant.slug else RUNS / domain
+    """The held-out policy's run: one per cost model (a policy trained on other step times
+    is not reused)."""
+    from gplace.cost import COST_MODEL_VERSION
+    runs = RUNS / f"costs-{COST_MODEL_VERSION}"
+    return runs / variant.slug / domain if variant.slug else runs / domain
 
 
 def write_corpus(domain: str, variant: Variant) -> Path:
@@ -219,7 +225,7 @@ def run(domains: list[str], steps: int, variant: Variant, log) -> None:
     import torch
     from gplace.gnn.placer import SHIPPED
     torch.set_num_threads(1)
-    done = {r["key"]: r for r in load_records()}
+    done = {r["key"]: r for r in current(load_records())}  # another cost model's: again
     for domain in domains:
         cases = [(row, c, s) for row in held_out(domain) for c in CLUSTERS for s in SEEDS]
         keys = [case_key(domain, row["name"], c, s, variant) for row, c, s in cases]
@@ -258,7 +264,7 @@ def add_columns(domain: str, cases: list, policy: Path, name: str, columns: tupl
     for row, cluster, seed in cases:
         key = case_key(domain, row["name"], cluster, seed)
         record = next(r for r in _raw_records() if r["key"] == key)
-        if all(c in record for c in columns):
+        if all(c in record for c in columns) or not is_current(record):
             continue
         if record.get("policy", digest) != digest:
             print(f"domains: {key}: made with another {policy}; delete its line to rerun it",
@@ -287,7 +293,8 @@ def refresh_shipped(log) -> None:
     digest = policy_digest(SHIPPED)
     shipped = load_policy()[0]
     entries = {e.name: e for e in list_corpus(CORPUS)}
-    for key in [r["key"] for r in _raw_records() if r.get("shipped_policy") != digest]:
+    for key in [r["key"] for r in current(_raw_records())
+                if r.get("shipped_policy") != digest]:
         record = next(r for r in load_records() if r["key"] == key)
         t0 = time.perf_counter()
         problem, m, _, _ = build_case(entries[record["graph"]], record["cluster"])
@@ -320,7 +327,7 @@ def refresh_finetune(log) -> None:
     from gplace.io import atomic_write_text
     tag = finetune_tag()
     entries = {e.name: e for e in list_corpus(CORPUS)}
-    for key in [r["key"] for r in load_records(RECORDS)
+    for key in [r["key"] for r in current(load_records(RECORDS))
                 if r["variant"] == "linear" and r.get("finetune") != tag]:
         record = next(r for r in load_records(RECORDS) if r["key"] == key)
         policy = run_folder(record["domain"], Variant()) / "policy.pt"
@@ -373,8 +380,13 @@ def load_records(path: Path = RECORDS) -> list[dict]:
 
 
 def append_record(record: dict) -> None:
-    with RECORDS.open("a") as f:
-        f.write(json.dumps(record) + "\n")
+    """``record``, stamped with today's cost model, in place of one of its key made under
+    another (finetune.costs), else at the end; atomically."""
+    from gplace.io import atomic_write_text
+    record = stamped(record)
+    rows = _raw_records() if RECORDS.exists() else []
+    rows = [r for r in rows if r["key"] != record["key"]] + [record]
+    atomic_write_text(RECORDS, "".join(json.dumps(r) + "\n" for r in rows))
 
 
 # ---- the page -------------------------------------------------------------------------------

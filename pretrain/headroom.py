@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from finetune.costs import current, stamped
 from pretrain.domains import ARCHIVES, _commit, geomean
 
 HERE = Path(__file__).parent
@@ -65,8 +66,8 @@ def study_cases() -> dict[tuple[str, str], dict]:
                  if isinstance(k, str) and k.endswith(TIME_COLUMNS) and _number(v)]
         c["known"] = min([c["known"], *times])
 
-    domain = _records(DOMAIN_RECORDS)
-    earlier = [r for path in EARLIER_DOMAIN_RECORDS for r in _records(path)]
+    domain = current(_records(DOMAIN_RECORDS))
+    earlier = [r for path in EARLIER_DOMAIN_RECORDS for r in current(_records(path))]
     for r in domain:
         if r.get("variant", "linear") == "linear":
             add(f"domain {r['domain']}", r["graph"], r["cluster"], r, "held-out ft 100")
@@ -80,7 +81,7 @@ def study_cases() -> dict[tuple[str, str], dict]:
         with TEST_RECORDS.open() as f:
             for r in csv.DictReader(f):
                 add("test split", r["graph"], r["cluster"], r, "ft 100")
-    for r in _records(OUTSIDE_RECORDS):
+    for r in current(_records(OUTSIDE_RECORDS)):
         add(OUTSIDE, r["graph"], r["cluster"], r, "ft 100")
     for c in cases.values():
         for key in ("untrained", "pretrained", "heuristic", "local"):
@@ -118,11 +119,13 @@ def long_search(graph: str, cluster: str, budget: int, study: str = "") -> dict:
             "wall_s": round(time.perf_counter() - t0, 1)}
 
 
-def load_records() -> dict[tuple[str, str], dict]:
+def load_records(every: bool = False) -> dict[tuple[str, str], dict]:
+    """(graph, cluster) -> its long search's record, those of today's cost model
+    (finetune.costs; ``every``: all)."""
     if not RECORDS.exists():
         return {}
     rows = [json.loads(line) for line in RECORDS.read_text().splitlines() if line.strip()]
-    return {(r["graph"], r["cluster"]): r for r in rows}
+    return {(r["graph"], r["cluster"]): r for r in (rows if every else current(rows))}
 
 
 def run(budget: int, log) -> None:
@@ -132,7 +135,7 @@ def run(budget: int, log) -> None:
     for (graph, cluster), case in sorted(study_cases().items()):
         if (graph, cluster) in done:
             continue
-        rec = long_search(graph, cluster, budget, case["study"])
+        rec = stamped(long_search(graph, cluster, budget, case["study"]))
         with RECORDS.open("a") as f:
             f.write(json.dumps(rec) + "\n")
         print(f"headroom: {graph} {cluster}: ft {budget} +h {rec[f'ft {budget} +h'] * 1e3:.3f} "
