@@ -324,11 +324,13 @@ def floor_line(records: list[dict], headroom: Path = HEADROOM) -> str:
     """The floor of the ablation at 100 samples: the best placement known for a case (every
     method of SEARCHED in ``records`` and the longer searches of pretrain/headroom.jsonl) over
     the untrained network's ``ft 100``, geometric mean over cases (seeds in log space): what a
-    pretrained policy would score if its 100 samples found the best placement known."""
+    pretrained policy would score if its 100 samples found the best placement known. Only the
+    longer searches of today's cost model count (finetune.costs)."""
+    from finetune.costs import current
     longer = {}
     if headroom.exists():
-        for line in headroom.read_text().splitlines():
-            r = json.loads(line)
+        rows = [json.loads(line) for line in headroom.read_text().splitlines() if line.strip()]
+        for r in current(rows):
             longer[(r["graph"], r["cluster"])] = r["ft 1200 +h"]
     x = []
     for g, c in sorted({(r["graph"], r["cluster"]) for r in records}):
@@ -340,9 +342,11 @@ def floor_line(records: list[dict], headroom: Path = HEADROOM) -> str:
         x.append(np.exp(np.mean(np.log([best / r["untrained ft 100"] for r in rs]))))
     if not x:
         return ""
+    searches = (" and pretrain/headroom.jsonl's 1,200-sample searches" if any(
+        (g, c) in longer for g, c in {(r["graph"], r["cluster"]) for r in records}) else "")
     return (f"The floor of the ablation at 100 samples (best placement known for the case, from "
-            f"every run here and pretrain/headroom.jsonl's 1,200-sample searches, / untrained "
-            f"`ft 100`): geomean **{np.exp(np.mean(np.log(x))):.3f}** over {len(x)} cases.")
+            f"every run here{searches}, / untrained `ft 100`): geomean "
+            f"**{np.exp(np.mean(np.log(x))):.3f}** over {len(x)} cases.")
 
 
 def plot(records: list[dict], path: Path) -> None:

@@ -19,7 +19,17 @@ def ctrl_c():
     os.kill(os.getpid(), signal.SIGINT)
 
 
-def test_the_first_ctrl_c_sets_the_flag_and_the_second_interrupts(capsys):
+@pytest.fixture
+def python_sigint():
+    """Python's own SIGINT handler, whatever this process inherited (a job started in the
+    background by a non-interactive shell ignores SIGINT, and the block then keeps ignoring
+    it on the second Ctrl-C)."""
+    inherited = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, inherited)
+
+
+def test_the_first_ctrl_c_sets_the_flag_and_the_second_interrupts(capsys, python_sigint):
     before = signal.getsignal(signal.SIGINT)
     with pytest.raises(KeyboardInterrupt):
         with stop_on_interrupt():
