@@ -65,9 +65,7 @@ def load_records(every: bool = False) -> dict[str, dict]:
 def append_record(record: dict) -> None:
     """``record``, stamped with today's cost model, in place of one of its key made under
     another, else at the end; atomically."""
-    records = load_records(every=True)
-    records.pop(record["key"], None)
-    rewrite_records({**records, record["key"]: stamped(record)})
+    rewrite_records({record["key"]: stamped(record)})
 
 
 def _plain(value):

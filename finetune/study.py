@@ -332,18 +332,18 @@ def floor_line(records: list[dict], headroom: Path = HEADROOM) -> str:
         rows = [json.loads(line) for line in headroom.read_text().splitlines() if line.strip()]
         for r in current(rows):
             longer[(r["graph"], r["cluster"])] = r["ft 1200 +h"]
-    x = []
+    x, used_longer = [], False
     for g, c in sorted({(r["graph"], r["cluster"]) for r in records}):
         rs = [r for r in records
               if (r["graph"], r["cluster"]) == (g, c) and "untrained ft 100" in r]
         if not rs:
             continue
+        used_longer = used_longer or (g, c) in longer
         best = min([r[k] for r in rs for k in SEARCHED if k in r] + [longer.get((g, c), np.inf)])
         x.append(np.exp(np.mean(np.log([best / r["untrained ft 100"] for r in rs]))))
     if not x:
         return ""
-    searches = (" and pretrain/headroom.jsonl's 1,200-sample searches" if any(
-        (g, c) in longer for g, c in {(r["graph"], r["cluster"]) for r in records}) else "")
+    searches = " and pretrain/headroom.jsonl's 1,200-sample searches" if used_longer else ""
     return (f"The floor of the ablation at 100 samples (best placement known for the case, from "
             f"every run here{searches}, / untrained `ft 100`): geomean "
             f"**{np.exp(np.mean(np.log(x))):.3f}** over {len(x)} cases.")
